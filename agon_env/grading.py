@@ -1,0 +1,287 @@
+"""Graders: how a completion is judged against a problem.
+
+A grader turns (problem, completion) into a `Verdict`: correctness c, the format term φ,
+the parsed answer, the completion length and a verdict word. Grading is the only costly
+part of the game, so every grader has `grade_batch`.
+
+`MathGrader` runs math-verify in killable worker processes. math-verify's own timeouts
+use SIGALRM, which fails off the main thread, and with them off hostile inputs (huge
+digit strings, deep nesting) can run for tens of seconds. Here each call is bounded from
+outside: a worker that overruns `timeout` is killed and replaced, and the answer is
+graded wrong with verdict `timeout`. This works from threads, processes and asyncio.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import queue
+import re
+import select
+import subprocess
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import TYPE_CHECKING, Callable, Protocol, Sequence
+
+from .rules import extract_answer, format_ok
+
+if TYPE_CHECKING:  # pragma: no cover
+    from problems.record import Problem
+
+_PKG_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MATH_VERDICTS = ("correct", "wrong", "no_answer", "too_long", "timeout", "error")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """How one completion was judged. `verdict` is one word (see MATH_VERDICTS and the code grader)."""
+
+    correct: bool
+    formatted: bool
+    answer: str | None
+    length: int
+    verdict: str
+    pass_fraction: float | None = None
+
+    def as_info(self) -> dict:
+        return {
+            "correct": self.correct, "formatted": self.formatted, "answer": self.answer,
+            "length": self.length, "verdict": self.verdict, "pass_fraction": self.pass_fraction,
+        }
+
+
+class Grader(Protocol):
+    def grade(self, problem: "Problem", completion: str) -> Verdict: ...
+    def grade_batch(self, problems: Sequence["Problem"], completions: Sequence[str]) -> list[Verdict]: ...
+
+
+class _BatchMixin:
+    def grade_batch(self, problems, completions):
+        if len(problems) != len(completions):
+            raise ValueError(f"grade_batch needs equal lengths, got {len(problems)} and {len(completions)}")
+        return [self.grade(p, c) for p, c in zip(problems, completions)]
+
+
+def _normalise(s: str) -> str:
+    s = s.strip().strip("$").strip()
+    s = re.sub(r"^\\boxed\{(.*)\}$", r"\1", s)
+    return re.sub(r"\s+", "", s).rstrip(".")
+
+
+def _as_fraction(s: str) -> Fraction | None:
+    s = s.replace(",", "") if re.fullmatch(r"-?\d{1,3}(,\d{3})+", s) else s
+    if not re.fullmatch(r"-?\d+(\.\d+)?(/-?\d+)?", s) or len(s) > 60:
+        return None
+    try:
+        return Fraction(s)
+    except (ValueError, ZeroDivisionError):
+        return None
+
+
+class ExactMatchGrader(_BatchMixin):
+    """c = the extracted answer equals the reference after whitespace normalisation.
+
+    Cheap and exact: for benchmarks that time the env itself, and for tasks whose
+    answers are canonical strings.
+    """
+
+    def grade(self, problem, completion):
+        ans = extract_answer(completion)
+        ok = ans is not None and _normalise(ans) == _normalise(problem.answer)
+        return Verdict(ok, format_ok(completion), ans, len(completion),
+                       "correct" if ok else ("no_answer" if ans is None else "wrong"))
+
+
+# ---------------------------------------------------------------- math-verify workers
+class _Worker:
+    """One `agon_env._math_worker` subprocess speaking JSON lines over its pipes.
+
+    A plain subprocess, not multiprocessing: nothing re-imports the user's `__main__`,
+    and fork-after-threads (torch) is never an issue.
+    """
+
+    def __init__(self, float_rounding: int):
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "agon_env._math_worker", str(float_rounding)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            text=True, bufsize=1, cwd=_PKG_ROOT,
+        )
+        self.ready = False
+
+    def call(self, gold: str, pred: str, timeout: float) -> str:
+        """The worker's verdict, or 'timeout' if none came within `timeout` seconds."""
+        if not self.ready:  # first use waits for math-verify's import, outside the bound
+            self._readline(60.0)
+            self.ready = True
+        self.proc.stdin.write(json.dumps([gold, pred]) + "\n")
+        self.proc.stdin.flush()
+        line = self._readline(timeout)
+        return "timeout" if line is None else json.loads(line)[0]
+
+    def _readline(self, timeout: float) -> str | None:
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        if not ready:
+            return None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise EOFError("math worker exited")
+        return line
+
+    def kill(self):
+        self.proc.kill()
+        self.proc.wait(timeout=5)
+        for f in (self.proc.stdin, self.proc.stdout):
+            try:
+                f.close()
+            except OSError:
+                pass
+
+
+class MathGrader:
+    """math-verify against the reference answer, bounded per call, parallel across workers.
+
+    Args:
+        workers: worker processes (default: all cores). One batch uses all of them.
+        timeout: seconds allowed per answer; an overrun is killed and graded wrong.
+        max_answer_chars: longer extracted answers are graded wrong unparsed (`too_long`).
+        float_rounding: decimals math-verify compares floats to (its default, 6, accepts
+            0.333333 for 1/3; 10 does not).
+    The exact fast path (equal normalised strings, or equal plain numbers and fractions)
+    is decided without a worker.
+    """
+
+    def __init__(self, workers: int | None = None, timeout: float = 5.0,
+                 max_answer_chars: int = 1000, float_rounding: int = 10):
+        self.workers = workers or os.cpu_count() or 1
+        self.timeout, self.max_answer_chars, self.float_rounding = timeout, max_answer_chars, float_rounding
+        self._idle: queue.Queue[_Worker] = queue.Queue()
+        self._all: list[_Worker] = []
+        self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+        atexit.register(self.close)
+
+    def _start(self):
+        with self._lock:
+            if self._pool is None:
+                for _ in range(self.workers):
+                    self._spawn()
+                self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="math-grader")
+
+    def _spawn(self):
+        w = _Worker(self.float_rounding)
+        self._all.append(w)
+        self._idle.put(w)
+
+    def _verify(self, gold: str, pred: str) -> str:
+        w = self._idle.get()
+        try:
+            verdict = w.call(gold, pred, self.timeout)
+        except (EOFError, OSError, ValueError):
+            verdict = "error"
+        else:
+            if verdict != "timeout":
+                self._idle.put(w)
+                return verdict
+        w.kill()  # overran or died: replace it
+        with self._lock:
+            self._all.remove(w)
+            self._spawn()
+        return verdict
+
+    def _judge(self, gold: str, completion: str) -> Verdict:
+        ans = extract_answer(completion)
+        phi, n = format_ok(completion), len(completion)
+        if ans is None:
+            return Verdict(False, phi, None, n, "no_answer")
+        if len(ans) > self.max_answer_chars:
+            return Verdict(False, phi, ans[:100], n, "too_long")
+        ga, pa = _normalise(gold), _normalise(ans)
+        if ga == pa:
+            return Verdict(True, phi, ans, n, "correct")
+        fg, fp = _as_fraction(ga), _as_fraction(pa)
+        if fg is not None and fp is not None:
+            ok = fg == fp
+            return Verdict(ok, phi, ans, n, "correct" if ok else "wrong")
+        self._start()
+        verdict = self._verify(gold, ans)
+        return Verdict(verdict == "correct", phi, ans, n, verdict)
+
+    def grade(self, problem, completion):
+        return self._judge(problem.answer, completion)
+
+    def grade_batch(self, problems, completions):
+        if len(problems) != len(completions):
+            raise ValueError(f"grade_batch needs equal lengths, got {len(problems)} and {len(completions)}")
+        self._start()
+        return list(self._pool.map(lambda pc: self._judge(pc[0].answer, pc[1]), zip(problems, completions)))
+
+    def close(self):
+        with self._lock:
+            for w in self._all:
+                w.kill()
+            self._all.clear()
+            if self._pool is not None:
+                self._pool.shutdown(wait=False)
+                self._pool = None
+            self._idle = queue.Queue()
+
+    def __getstate__(self):  # picklable: a copy starts its own workers on first use
+        return {"workers": self.workers, "timeout": self.timeout,
+                "max_answer_chars": self.max_answer_chars, "float_rounding": self.float_rounding}
+
+    def __setstate__(self, state):
+        self.__init__(**state)
+
+
+class DomainGrader:
+    """Dispatches each problem to the grader of its `domain` ("math", "code")."""
+
+    def __init__(self, graders: dict[str, Grader]):
+        self.graders = dict(graders)
+
+    def _for(self, problem) -> Grader:
+        try:
+            return self.graders[problem.domain]
+        except KeyError:
+            raise ValueError(
+                f"no grader for domain {problem.domain!r} (problem {problem.id!r}); have {sorted(self.graders)}"
+            ) from None
+
+    def grade(self, problem, completion):
+        return self._for(problem).grade(problem, completion)
+
+    def grade_batch(self, problems, completions):
+        if len(problems) != len(completions):
+            raise ValueError(f"grade_batch needs equal lengths, got {len(problems)} and {len(completions)}")
+        out: list[Verdict | None] = [None] * len(problems)
+        by_domain: dict[str, list[int]] = {}
+        for i, p in enumerate(problems):
+            self._for(p)
+            by_domain.setdefault(p.domain, []).append(i)
+        for dom, idx in by_domain.items():
+            for i, v in zip(idx, self.graders[dom].grade_batch([problems[i] for i in idx], [completions[i] for i in idx])):
+                out[i] = v
+        return out  # type: ignore[return-value]
+
+
+_GRADER_FACTORIES: dict[str, Callable[[], Grader]] = {"math": MathGrader}
+_default: DomainGrader | None = None
+
+
+def register_grader(domain: str, factory: Callable[[], Grader]) -> None:
+    """Make `factory()` the default grader for `domain` (the code track registers its sandbox)."""
+    global _default
+    _GRADER_FACTORIES[domain] = factory
+    _default = None
+
+
+def default_grader() -> DomainGrader:
+    """One shared grader for all domains, so many envs share one worker pool."""
+    global _default
+    if _default is None:
+        _default = DomainGrader({d: f() for d, f in _GRADER_FACTORIES.items()})
+    return _default

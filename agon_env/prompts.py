@@ -1,0 +1,66 @@
+"""Prompt templates: what each role is asked, as a plain string and as chat messages.
+
+The challenger reads the draft's summary *before* the problem: a prototype found that
+layout (draft first, problem last, as in the drafter's own prompt) was the one a small
+model learned to use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+INSTRUCTIONS = (
+    "Think step by step inside <think>...</think>. Then write a short summary of your "
+    "solution for a reader who will not see your thinking, and give only the final "
+    "answer inside <answer>...</answer>."
+)
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    """Format strings for both roles. Fields: `{question}`, and `{summary}` for the challenger."""
+
+    name: str
+    drafter: str
+    challenger: str
+    system: str | None = None
+
+    def drafter_prompt(self, question: str) -> str:
+        return self.drafter.format(question=question)
+
+    def challenger_prompt(self, question: str, summary: str) -> str:
+        return self.challenger.format(question=question, summary=summary)
+
+    def messages(self, prompt: str) -> tuple[dict[str, str], ...]:
+        """The prompt as chat messages (a system turn if the template has one, then the user turn)."""
+        user = ({"role": "user", "content": prompt},)
+        return (({"role": "system", "content": self.system},) + user) if self.system else user
+
+
+TEMPLATES = {
+    # For instruction-tuned LLMs (Qwen3, SmolLM2): full instructions in the user turn.
+    "default": PromptTemplate(
+        name="default",
+        drafter=INSTRUCTIONS + "\n\nProblem: {question}",
+        challenger=(
+            "Another solver wrote a draft. Its summary is below; its thinking and final "
+            "answer are hidden, and it may be wrong.\n\nDraft summary:\n{summary}\n\n"
+            + INSTRUCTIONS + "\n\nProblem: {question}"
+        ),
+    ),
+    # For the tiny character-level models: short, so prompts cost few tokens.
+    "compact": PromptTemplate(
+        name="compact",
+        drafter="Q:{question}\nA:",
+        challenger="D:{summary}\nQ:{question}\nA:",
+    ),
+}
+
+
+def get_template(template: str | PromptTemplate) -> PromptTemplate:
+    if isinstance(template, PromptTemplate):
+        return template
+    try:
+        return TEMPLATES[template]
+    except KeyError:
+        raise ValueError(f"template must be one of {sorted(TEMPLATES)} or a PromptTemplate, got {template!r}") from None

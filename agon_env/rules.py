@@ -1,0 +1,214 @@
+"""The Agon game's rules, with no PettingZoo in them.
+
+Everything a learner or an environment shell needs to play the game lives here, once:
+the summary channel (what the challenger is shown), the format term, answer extraction
+and the reward schemes. `score_games` grades a batch of (problem, draft, response)
+games and pays both players; the AEC env and every learner call it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Sequence
+
+if TYPE_CHECKING:  # pragma: no cover
+    from problems.record import Problem
+    from .grading import Grader
+
+REWARD_SCHEMES = ("agon", "cooperative", "margin", "zero_sum")
+SUMMARY_MODES = ("paper", "full", "with_answer")
+
+_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.S)
+_ANSWER_BLOCK = re.compile(r"<answer>(.*?)</answer>", re.S)
+_BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
+
+
+# ---------------------------------------------------------------- summary channel
+def drop_thinking(text: str) -> str:
+    """Remove private reasoning.
+
+    Closed `<think>…</think>` blocks go. A stray `</think>` with no opener means the
+    reasoning started in the prompt (Qwen3 style), so everything before it goes. An
+    unclosed `<think>` runs to the end of the text, so everything after it goes.
+    """
+    text = _THINK_BLOCK.sub("", text)
+    if "</think>" in text:
+        text = text.rsplit("</think>", 1)[1]
+    if "<think>" in text:
+        text = text.split("<think>", 1)[0]
+    return text
+
+
+def _strip_boxed(text: str) -> str:
+    out, i = [], 0
+    for m in _BOXED.finditer(text):
+        if m.start() < i:
+            continue
+        depth, j = 1, m.end()
+        while j < len(text) and depth:
+            depth += {"{": 1, "}": -1}.get(text[j], 0)
+            j += 1
+        out.append(text[i:m.start()])
+        i = j
+    out.append(text[i:])
+    return "".join(out)
+
+
+def withhold_answer(text: str) -> str:
+    """Remove every `<answer>…</answer>` block (an unclosed one runs to the end) and `\\boxed{…}`."""
+    text = _ANSWER_BLOCK.sub("", text)
+    if "<answer>" in text:
+        text = text.split("<answer>", 1)[0]
+    return _strip_boxed(text)
+
+
+def summarize(draft: str, mode: str = "paper", max_chars: int | None = None) -> str:
+    """What the challenger reads of a draft.
+
+    - `paper` (default): thinking dropped and the final answer withheld;
+    - `with_answer`: thinking dropped, answer kept;
+    - `full`: the whole draft.
+    Overlong summaries keep their first `max_chars` characters.
+    """
+    if mode == "paper":
+        s = withhold_answer(drop_thinking(draft))
+    elif mode == "with_answer":
+        s = drop_thinking(draft)
+    elif mode == "full":
+        s = draft
+    else:
+        raise ValueError(f"summary mode must be one of {SUMMARY_MODES}, got {mode!r}")
+    s = re.sub(r"\n{3,}", "\n\n", s).strip()
+    return s[:max_chars] if max_chars is not None else s
+
+
+# ---------------------------------------------------------------- answers and format
+def extract_answer(completion: str) -> str | None:
+    """The content of the last closed `<answer>` block, stripped; None if there is none.
+
+    A completion without a closed answer block is never graded on stray numbers
+    (math-verify alone would find the gold value in a cut-off reasoning trace).
+    """
+    found = _ANSWER_BLOCK.findall(completion)
+    if not found:
+        return None
+    ans = found[-1].strip()
+    return ans or None
+
+
+def format_ok(completion: str) -> bool:
+    """φ: exactly one non-empty closed `<answer>` block, and no unclosed `<think>`."""
+    found = _ANSWER_BLOCK.findall(completion)
+    if len(found) != 1 or not found[0].strip():
+        return False
+    return completion.count("<think>") == completion.count("</think>") or (
+        "<think>" not in completion and completion.count("</think>") == 1
+    )
+
+
+# ---------------------------------------------------------------- rewards
+def drafter_reward(c_a: bool, phi_a: bool, format_weight: float = 0.5) -> float:
+    """R(a) = 2c(a) + λφ(a): the ordinary GRPO reward."""
+    return 2.0 * c_a + format_weight * phi_a
+
+
+def challenger_reward(
+    scheme: str,
+    c_a: bool,
+    c_b: bool,
+    phi_b: bool,
+    format_weight: float = 0.5,
+    length_tiebreak: float = 0.0,
+    len_a: int = 0,
+    len_b: int = 0,
+) -> float:
+    """The challenger's reward under `scheme` (see REWARD_SCHEMES).
+
+    agon:        2c(b) + c(b)(1 − c(a)) + λφ(b)    (conversion bonus)
+    cooperative: 2c(b) + λφ(b)
+    margin:      c(b) − c(a) + λφ(b)
+    zero_sum:    +1 if b out-solved a, −1 if a out-solved b, else 0 (no format term)
+    Optional length tiebreak: + λ′·c(b)·c(a)·1[|b| < |a|].
+    """
+    c_a, c_b, phi_b = int(c_a), int(c_b), int(phi_b)
+    if scheme == "agon":
+        r = 2 * c_b + c_b * (1 - c_a) + format_weight * phi_b
+    elif scheme == "cooperative":
+        r = 2 * c_b + format_weight * phi_b
+    elif scheme == "margin":
+        r = c_b - c_a + format_weight * phi_b
+    elif scheme == "zero_sum":
+        r = c_b - c_a
+    else:
+        raise ValueError(f"reward scheme must be one of {REWARD_SCHEMES}, got {scheme!r}")
+    return float(r + length_tiebreak * c_b * c_a * (len_b < len_a))
+
+
+def drafter_reward_for(scheme: str, c_a: bool, c_b: bool, phi_a: bool, format_weight: float = 0.5) -> float:
+    """The drafter's pay: GRPO's reward, except under `zero_sum`, where it is −(challenger's)."""
+    if scheme == "zero_sum":
+        return float(int(c_a) - int(c_b))
+    return drafter_reward(c_a, phi_a, format_weight)
+
+
+# ---------------------------------------------------------------- scoring games
+@dataclass(frozen=True)
+class RewardConfig:
+    """How the game pays its players."""
+
+    scheme: str = "agon"
+    format_weight: float = 0.5
+    length_tiebreak: float = 0.0
+
+    def __post_init__(self):
+        if self.scheme not in REWARD_SCHEMES:
+            raise ValueError(f"reward must be one of {REWARD_SCHEMES}, got {self.scheme!r}")
+
+
+@dataclass(frozen=True)
+class GameResult:
+    """One scored game: both players' rewards and per-player verdict infos."""
+
+    drafter_reward: float
+    challenger_reward: float
+    drafter_info: dict
+    challenger_info: dict
+
+    @property
+    def converted(self) -> bool:
+        """Challenger right where the drafter was wrong."""
+        return bool(self.challenger_info["correct"] and not self.drafter_info["correct"])
+
+    @property
+    def winner(self) -> str | None:
+        """'drafter', 'challenger', or None for a tie in correctness."""
+        ca, cb = self.drafter_info["correct"], self.challenger_info["correct"]
+        return None if ca == cb else ("drafter" if ca else "challenger")
+
+
+def score_games(
+    problems: Sequence["Problem"],
+    drafts: Sequence[str],
+    responses: Sequence[str],
+    grader: "Grader",
+    rewards: RewardConfig = RewardConfig(),
+) -> list[GameResult]:
+    """Grade all drafts and responses in one batch and pay both players of each game."""
+    if not (len(problems) == len(drafts) == len(responses)):
+        raise ValueError(
+            f"score_games needs equal lengths, got {len(problems)} problems, "
+            f"{len(drafts)} drafts, {len(responses)} responses"
+        )
+    verdicts = grader.grade_batch(list(problems) * 2, list(drafts) + list(responses))
+    n = len(problems)
+    out = []
+    for i in range(n):
+        va, vb = verdicts[i].as_info(), verdicts[n + i].as_info()
+        ra = drafter_reward_for(rewards.scheme, va["correct"], vb["correct"], va["formatted"], rewards.format_weight)
+        rb = challenger_reward(
+            rewards.scheme, va["correct"], vb["correct"], vb["formatted"],
+            rewards.format_weight, rewards.length_tiebreak, va["length"], vb["length"],
+        )
+        out.append(GameResult(ra, rb, va, vb))
+    return out
