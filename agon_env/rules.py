@@ -63,16 +63,20 @@ def withhold_answer(text: str) -> str:
     return _strip_boxed(text)
 
 
-def summarize(draft: str, mode: str = "paper", max_chars: int | None = None) -> str:
+# What "final answer withheld" removes, per problem domain (the code track adds "code").
+WITHHOLD = {"math": withhold_answer}
+
+
+def summarize(draft: str, mode: str = "paper", max_chars: int | None = None, domain: str = "math") -> str:
     """What the challenger reads of a draft.
 
-    - `paper` (default): thinking dropped and the final answer withheld;
+    - `paper` (default): thinking dropped and the final answer withheld (`WITHHOLD[domain]`);
     - `with_answer`: thinking dropped, answer kept;
     - `full`: the whole draft.
     Overlong summaries keep their first `max_chars` characters.
     """
     if mode == "paper":
-        s = withhold_answer(drop_thinking(draft))
+        s = WITHHOLD[domain](drop_thinking(draft))
     elif mode == "with_answer":
         s = drop_thinking(draft)
     elif mode == "full":
