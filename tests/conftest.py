@@ -1,0 +1,21 @@
+"""Shared test set-up: offline hub, fixed threads, a small problem set."""
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from problems.record import Problem  # noqa: E402
+
+torch.set_num_threads(2)
+
+
+@pytest.fixture(scope="session")
+def small_problems():
+    return [
+        Problem(id=f"p{i}", question=f"What is {a} + {b}?", answer=str(a + b), difficulty=1)
+        for i, (a, b) in enumerate([(2, 3), (10, 7), (41, 1), (5, 5), (99, 1), (13, 29)])
+    ]
