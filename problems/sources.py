@@ -1,0 +1,66 @@
+"""Where problems come from: one `load` for every source, with split and tier filters."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from .arith import TIERS
+from .generate import BUNDLED_PATH
+from .record import SPLITS, Problem, read_jsonl
+
+
+def _arith(**kw) -> list[Problem]:
+    if kw:
+        raise TypeError(f"source 'arith' takes no options, got {sorted(kw)}; use problems.generate_arith for new sets")
+    return read_jsonl(BUNDLED_PATH)
+
+
+def _deepmath(**kw) -> list[Problem]:
+    from .deepmath import load_deepmath
+
+    if "path" not in kw:
+        raise TypeError("source 'deepmath' needs path= (a local parquet/JSONL file or directory, or a hub name)")
+    return load_deepmath(**kw)
+
+
+def _reasoning_gym(**kw) -> list[Problem]:
+    from .rgym import load_reasoning_gym
+
+    return load_reasoning_gym(**kw)
+
+
+# name -> (loader, one-line description); `python -m problems list` prints these.
+SOURCES: dict[str, tuple[Callable[..., list[Problem]], str]] = {
+    "arith": (_arith, "bundled procedural arithmetic, tiers easy/medium/hard (difficulty 1-3), "
+                      "splits train/validation/test, worked solutions"),
+    "deepmath": (_deepmath, "DeepMath-103K from a local parquet/JSONL file or directory (path=...); "
+                            "the paper's hard split by default"),
+    "reasoning_gym": (_reasoning_gym, "reasoning-gym task generators (optional extra 'reasoning-gym'; "
+                                      "task=..., n=..., seed=...)"),
+}
+
+
+def load(name: str, split: str | None = None, difficulty: float | None = None,
+         tier: str | None = None, **options: Any) -> list[Problem]:
+    """Problems from a source name (see `SOURCES`) or a path to a Problem JSONL file.
+
+    `split`, `difficulty` and `tier` (metadata["tier"], e.g. "hard") filter the result;
+    `options` go to the source, e.g. `load("deepmath", path="deepmath/", split="test")`.
+    """
+    if split is not None and split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS} or None, got {split!r}")
+    if tier is not None and name == "arith" and tier not in TIERS:
+        raise ValueError(f"arith tier must be one of {tuple(TIERS)}, got {tier!r}")
+    if name in SOURCES:
+        problems = SOURCES[name][0](**options)
+    elif Path(name).suffix == ".jsonl" and Path(name).is_file():
+        if options:
+            raise TypeError(f"a JSONL path takes no options, got {sorted(options)}")
+        problems = read_jsonl(name)
+    else:
+        raise ValueError(f"unknown problem source {name!r}: expected one of {sorted(SOURCES)} or an existing .jsonl path")
+    return [p for p in problems
+            if (split is None or p.split == split)
+            and (difficulty is None or p.difficulty == difficulty)
+            and (tier is None or p.metadata.get("tier") == tier)]
