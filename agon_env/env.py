@@ -85,9 +85,9 @@ from pettingzoo.utils.conversions import turn_based_aec_to_parallel
 from problems.record import Problem
 
 from . import spaces
-from .grading import Grader, default_grader
-from .prompts import PromptTemplate, get_template
-from .rules import SUMMARY_MODES, RewardConfig, score_games, summarize
+from .game import AgonGame
+from .grading import Grader
+from .prompts import PromptTemplate
 
 AGENTS = ("model_a", "model_b")
 ROLES = ("drafter", "challenger")
@@ -143,18 +143,14 @@ class raw_env(AECEnv):
         wrong = [p.id for p in self.problems if p.domain != domain]
         if wrong:
             raise ValueError(f"domain={domain!r} but {len(wrong)} problem(s) are not, e.g. {wrong[0]!r}")
-        if summary not in SUMMARY_MODES:
-            raise ValueError(f"summary must be one of {SUMMARY_MODES}, got {summary!r}")
         if roles not in ("alternate", "fixed"):
             raise ValueError(f"roles must be 'alternate' or 'fixed', got {roles!r}")
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
         if max_chars < 1:
             raise ValueError(f"max_chars must be positive, got {max_chars}")
-        self.rewards_config = RewardConfig(reward, format_weight, length_tiebreak)
-        self.grader = grader if grader is not None else default_grader()
-        self.summary_mode, self.roles, self.domain = summary, roles, domain
-        self.template = get_template(template)
+        self.game = AgonGame(reward, format_weight, length_tiebreak, summary, template, domain, grader)
+        self.roles = roles
         self.max_chars, self.render_mode = max_chars, render_mode
 
         self.possible_agents = list(AGENTS)
@@ -216,10 +212,10 @@ class raw_env(AECEnv):
     def observe(self, agent):
         is_drafter = agent == self.drafter
         if is_drafter:
-            prompt = self.template.drafter_prompt(self.problem.question) if self.draft is None else ""
+            prompt = self.game.drafter_prompts([self.problem])[0] if self.draft is None else ""
         else:
             prompt = "" if self.draft is None or self.response is not None else \
-                self.template.challenger_prompt(self.problem.question, self.summary)
+                self.game.challenger_prompts([self.problem], [self.draft])[0]
         fit = lambda s: spaces.fit_text(s, self.max_chars)  # noqa: E731
         prompt = fit(prompt)
         return {
@@ -227,7 +223,7 @@ class raw_env(AECEnv):
             "problem": fit(self.problem.question),
             "summary": "" if is_drafter else fit(self.summary),
             "prompt": prompt,
-            "messages": tuple({"role": m["role"], "content": fit(m["content"])} for m in self.template.messages(prompt))
+            "messages": tuple({"role": m["role"], "content": fit(m["content"])} for m in self.game.template.messages(prompt))
             if prompt else (),
         }
 
@@ -246,7 +242,7 @@ class raw_env(AECEnv):
         self._cumulative_rewards[agent] = 0.0
         if agent == self.drafter:
             self.draft, self._draft_clipped = action, clipped
-            self.summary = summarize(action, self.summary_mode, domain=self.domain)
+            self.summary = self.game.summarize(action)
             self.agent_selection = self._selector.next()
             return
         self.response = action
@@ -257,7 +253,7 @@ class raw_env(AECEnv):
             self.render()
 
     def _finish(self, response_clipped: bool):
-        r = score_games([self.problem], [self.draft], [self.response], self.grader, self.rewards_config)[0]
+        r = self.game.score([self.problem], [self.draft], [self.response])[0]
         self.result = r
         for agent, reward, info, clipped in (
             (self.drafter, r.drafter_reward, r.drafter_info, self._draft_clipped),

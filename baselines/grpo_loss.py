@@ -1,0 +1,66 @@
+"""GRPO's two pieces of arithmetic: group-relative advantages and the clipped loss.
+
+Every learner imports these; the rewards themselves come from `agon_env`.
+"""
+
+from __future__ import annotations
+
+import torch
+
+LOSS_TYPES = ("grpo", "dapo", "dr_grpo")
+
+
+def group_advantages(rewards: torch.Tensor, scale_std: bool = True, eps: float = 1e-4) -> torch.Tensor:
+    """A_i = (r_i − mean(group)) / (std(group) + eps) over the last dim (one row per group).
+
+    `scale_std=False` keeps only the centring (Dr. GRPO). A group whose rewards are all
+    equal gets zero advantage, so it adds no gradient.
+    """
+    centred = rewards - rewards.mean(dim=-1, keepdim=True)
+    if not scale_std:
+        return centred
+    return centred / (rewards.std(dim=-1, keepdim=True, unbiased=False) + eps)
+
+
+def policy_loss(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    loss_type: str = "grpo",
+    eps_low: float = 0.2,
+    eps_high: float = 0.2,
+    ref_logp: torch.Tensor | None = None,
+    beta: float = 0.0,
+    max_tokens: int | None = None,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """The clipped surrogate with an optional k3 KL term, reduced per `loss_type`.
+
+    logp, old_logp, ref_logp, mask: [B, T] per completion token; advantages: [B].
+    - grpo:    mean over each sequence's tokens, then over sequences;
+    - dapo:    mean over every token in the batch;
+    - dr_grpo: sum over tokens divided by the constant B · max_tokens.
+    """
+    if loss_type not in LOSS_TYPES:
+        raise ValueError(f"loss_type must be one of {LOSS_TYPES}, got {loss_type!r}")
+    mask = mask.to(logp.dtype)
+    ratio = torch.exp(logp - old_logp)
+    adv = advantages.unsqueeze(-1)
+    surrogate = torch.minimum(ratio * adv, torch.clamp(ratio, 1 - eps_low, 1 + eps_high) * adv)
+    per_token = -surrogate
+    kl = torch.zeros_like(logp)
+    if ref_logp is not None and beta:
+        delta = ref_logp - logp
+        kl = torch.exp(delta) - delta - 1  # k3: unbiased, always ≥ 0
+        per_token = per_token + beta * kl
+    if loss_type == "grpo":
+        loss = ((per_token * mask).sum(-1) / mask.sum(-1).clamp(min=1)).mean()
+    elif loss_type == "dapo":
+        loss = (per_token * mask).sum() / mask.sum().clamp(min=1)
+    else:
+        loss = (per_token * mask).sum() / (logp.shape[0] * (max_tokens or logp.shape[1]))
+    n = mask.sum().clamp(min=1)
+    clipped = ((ratio < 1 - eps_low) & (adv < 0)) | ((ratio > 1 + eps_high) & (adv > 0))
+    stats = {"clip_frac": float((clipped.to(mask.dtype) * mask).sum() / n),
+             "kl": float((kl.detach() * mask).sum() / n)}
+    return loss, stats
