@@ -163,6 +163,14 @@ def _sample_sum_times(rng: random.Random):
     return a, rng.randint(10, 99 - a), rng.randint(3, 9)
 
 
+def _sample_mul_mod(rng: random.Random):
+    # m divides neither factor: otherwise the answer is 0 at a glance, a shortcut, not a computation.
+    while True:
+        a, b, m = rng.randint(11, 49), rng.randint(3, 9), rng.randint(3, 9)
+        if a % m and b % m:
+            return a, b, m
+
+
 def _sample_linear2(rng: random.Random):
     a = rng.randint(4, 13)
     return a, rng.randint(2, a - 2), _nonzero(rng, -9, 15), _nonzero(rng, -40, 40)
@@ -175,7 +183,7 @@ SAMPLERS: dict[str, Callable[[random.Random], tuple]] = {
     "sum_times": _sample_sum_times,
     "linear": lambda r: (r.randint(2, 9), r.randint(2, 19), _nonzero(r, -60, 60)),
     "fraction": _sample_fraction,
-    "mul_mod": lambda r: (r.randint(11, 49), r.randint(3, 9), r.randint(3, 9)),
+    "mul_mod": _sample_mul_mod,
     "linear2": _sample_linear2,
 }
 

@@ -4,20 +4,18 @@
 validation, then train), so asking for more training problems never changes them, and a
 question (normalised: whitespace dropped, lower case) is used at most once across all
 splits and anything passed in `exclude`.
-
-    python -m problems.generate            # rewrites problems/data/arith.jsonl (seed 0)
+`python -m problems build` rewrites the bundled file from `BUNDLED_SIZES` and seed 0.
 """
 
 from __future__ import annotations
 
-import argparse
 import random
 import re
 from pathlib import Path
 from typing import Iterable, Mapping
 
 from .arith import SAMPLERS, TIERS, leaks, work
-from .record import SPLITS, Problem, write_jsonl
+from .record import SPLITS, Problem
 
 BUNDLED_PATH = Path(__file__).parent / "data" / "arith.jsonl"
 BUNDLED_SEED = 0
@@ -91,20 +89,3 @@ def _fresh(family: str, rng: random.Random, seen: set[str]):
         seen.add(key)
         return w
     raise ValueError(f"family {family!r} is exhausted: no new question in {_MAX_DRAWS} draws; ask for fewer problems")
-
-
-def main(argv: list[str] | None = None) -> Path:
-    ap = argparse.ArgumentParser(prog="python -m problems.generate", description=__doc__.split("\n")[0])
-    ap.add_argument("--out", type=Path, default=BUNDLED_PATH, help="where to write the JSONL")
-    ap.add_argument("--seed", type=int, default=BUNDLED_SEED, help="random seed")
-    for split in SPLIT_ORDER:
-        ap.add_argument(f"--{split}", type=int, default=BUNDLED_SIZES[split], help=f"{split} problems per tier")
-    args = ap.parse_args(argv)
-    sizes = {s: getattr(args, s) for s in SPLIT_ORDER}
-    path = write_jsonl(generate_arith(sizes, seed=args.seed), args.out)
-    print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)")
-    return path
-
-
-if __name__ == "__main__":
-    main()

@@ -1,0 +1,120 @@
+"""Command line: list the sources, show problems, count them per difficulty and split.
+
+    python -m problems list
+    python -m problems show arith --n 3 --split test --tier hard
+    python -m problems stats arith
+    python -m problems stats path/to/deepmath.parquet     # or a .jsonl file or a directory
+    python -m problems build                              # regenerate problems/data/arith.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+from pathlib import Path
+
+from .arith import TIERS
+from .generate import BUNDLED_PATH, BUNDLED_SEED, BUNDLED_SIZES, SPLIT_ORDER, generate_arith
+from .deepmath import HARD_DIFFICULTY, is_binary, read_deepmath
+from .record import SPLITS, Problem, write_jsonl
+from .sources import SOURCES, load
+
+
+def _is_deepmath_path(name: str) -> bool:
+    """A parquet file, a directory, or a JSONL file whose first row has DeepMath's 'final_answer'."""
+    p = Path(name)
+    if p.is_dir() or p.suffix == ".parquet":
+        return True
+    if p.suffix == ".jsonl" and p.is_file():
+        with p.open(encoding="utf-8") as f:
+            first = next((line for line in f if line.strip()), "{}")
+        try:
+            return "final_answer" in json.loads(first)
+        except json.JSONDecodeError:
+            return False
+    return False
+
+
+def _problems(args) -> list[Problem]:
+    if _is_deepmath_path(args.name):
+        return read_deepmath(args.name)
+    options = {}
+    if args.name == "deepmath":
+        if not args.path:
+            raise SystemExit("source 'deepmath' needs --path (a parquet/JSONL file or directory)")
+        options = {"path": args.path}
+    elif args.name == "reasoning_gym":
+        options = {"task": args.task, "n": args.n}
+    return load(args.name, split=args.split, tier=args.tier, **options)
+
+
+def cmd_list(args) -> None:
+    for name, (_, about) in SOURCES.items():
+        print(f"{name:14s} {about}")
+    print(f"{'PATH.jsonl':14s} a file of Problem records")
+
+
+def cmd_show(args) -> None:
+    from agon_env.rules import summarize  # what the challenger would read of the worked solution
+
+    for p in _problems(args)[:args.n]:
+        tier = p.metadata.get("tier", "")
+        print(f"[{p.id}] split={p.split} difficulty={p.difficulty:g} {tier}".rstrip())
+        print(f"  Q: {p.question}")
+        print(f"  answer: {p.answer}")
+        if p.solution:
+            print(f"  solution: {p.solution}")
+            print(f"  summary (challenger sees): {summarize(p.solution)}")
+
+
+def cmd_stats(args) -> None:
+    problems = _problems(args)
+    counts = Counter((p.split, p.difficulty) for p in problems)
+    difficulties = sorted({d for _, d in counts})
+    splits = [s for s in (*SPLITS, None) if any(k[0] == s for k in counts)]
+    print(f"{len(problems)} problems from {args.name}")
+    print("difficulty " + "".join(f"{str(s):>11s}" for s in splits) + f"{'total':>11s}")
+    for d in difficulties:
+        row = [counts[(s, d)] for s in splits]
+        tier = next((t for t, (n, _) in TIERS.items() if n == d), "") if args.name == "arith" else ""
+        print(f"{d:<10g} " + "".join(f"{c:>11d}" for c in row) + f"{sum(row):>11d}  {tier}")
+    if _is_deepmath_path(args.name) or args.name == "deepmath":
+        at8 = [p for p in problems if p.difficulty == HARD_DIFFICULTY]
+        binary = sum(is_binary(p.answer) for p in at8)
+        print(f"hard split (difficulty {HARD_DIFFICULTY:g}, binary answers dropped): {len(at8) - binary} "
+              f"({binary} binary dropped)")
+
+
+def cmd_build(args) -> None:
+    sizes = {s: getattr(args, s) for s in SPLIT_ORDER}
+    path = write_jsonl(generate_arith(sizes, seed=args.seed), args.out)
+    print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)")
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m problems", description="Problem sources for the Agon game.")
+    sub = ap.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="list the problem sources").set_defaults(fn=cmd_list)
+    for name, fn, about in (("show", cmd_show, "print a few problems"),
+                            ("stats", cmd_stats, "count problems per difficulty and split")):
+        p = sub.add_parser(name, help=about)
+        p.add_argument("name", help="a source name (see list), a Problem .jsonl path, or a DeepMath file/directory")
+        p.add_argument("--n", type=int, default=3, help="problems to show (reasoning_gym: items to generate)")
+        p.add_argument("--split", choices=SPLITS, help="only this split")
+        p.add_argument("--tier", help="only this tier (metadata['tier'], e.g. hard)")
+        p.add_argument("--path", help="the DeepMath file or directory, for NAME=deepmath")
+        p.add_argument("--task", default="basic_arithmetic", help="the task, for NAME=reasoning_gym")
+        p.set_defaults(fn=fn)
+    b = sub.add_parser("build", help="regenerate the bundled arith set (or another seed/size into --out)")
+    b.add_argument("--out", type=Path, default=BUNDLED_PATH, help="where to write the JSONL")
+    b.add_argument("--seed", type=int, default=BUNDLED_SEED, help="random seed")
+    for split in SPLIT_ORDER:
+        b.add_argument(f"--{split}", type=int, default=BUNDLED_SIZES[split], help=f"{split} problems per tier")
+    b.set_defaults(fn=cmd_build)
+    args = ap.parse_args(argv)
+    args.fn(args)
+
+
+if __name__ == "__main__":
+    main()
