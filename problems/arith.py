@@ -209,10 +209,13 @@ _NUMBER = re.compile(r"\d+(?:/\d+)?")
 
 
 def leaks(w: Worked) -> bool:
-    """True if the summary states the answer's value as a number the question does not contain."""
+    """True if the summary states the answer's value: as a result (after '='), or as any
+    number the question does not already contain."""
     target = abs(Fraction(w.answer))
     given = set(_NUMBER.findall(w.question))
-    return any(Fraction(t) == target for t in _NUMBER.findall(w.summary) if t not in given)
+    results = re.findall(r"=-?(\d+(?:/\d+)?)", w.summary)
+    new = [t for t in _NUMBER.findall(w.summary) if t not in given]
+    return any(Fraction(t) == target for t in results + new)
 
 
 def _slip_value(v: int, rng: random.Random) -> int:
@@ -220,11 +223,16 @@ def _slip_value(v: int, rng: random.Random) -> int:
     return v + rng.choice((-10, -1, 1, 10) if abs(v) >= 10 else (-1, 1))
 
 
-def wrong_work(family: str, ops: tuple, rng: random.Random, tries: int = 20) -> Worked:
+def wrong_work(family: str, ops: tuple, rng: random.Random, visible: bool | None = None,
+               tries: int = 50) -> Worked | None:
     """A consistently wrong worked instance: one intermediate slips, later steps follow from it.
 
     For warm-start challenger examples that must learn to check a draft, not trust it.
-    Prefer the model's own wrong drafts when you have them; this is the synthetic supplement.
+    `visible=True` puts the slip where the summary shows it (a plausibly wrong
+    intermediate), False keeps the summary right and the slip in the hidden steps, None
+    takes either. None comes back when no such slip changes the answer (e.g. `9x-3x=6x`
+    with x=-1: a slipped `6x=-5` still rounds to -1). Prefer the model's own wrong drafts when you have them; this is the
+    synthetic supplement.
     """
     right = work(family, ops)
     n_steps = [0]
@@ -242,6 +250,6 @@ def wrong_work(family: str, ops: tuple, rng: random.Random, tries: int = 20) -> 
             return _slip_value(v, rng) if i[0] - 1 == k else v
 
         w = work(family, ops, slip)
-        if Fraction(w.answer) != Fraction(right.answer):
+        if Fraction(w.answer) != Fraction(right.answer) and visible in (None, w.summary != right.summary):
             return w
-    raise ValueError(f"{family} {ops}: no slip changed the answer in {tries} tries")
+    return None

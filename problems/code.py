@@ -1,0 +1,266 @@
+"""Code problems: CodeContests, APPS/TACO and LiveCodeBench from local files, and a bundled easy set.
+
+Every loader returns `Problem`s with ``domain="code"`` and ``tests`` in the sandbox's
+schema (`agon_env.sandbox`): stdin/stdout ``{"input": str, "output": str}`` or call-based
+``{"fn_name": str, "args": list, "expected": any}``. ``metadata["time_limit"]`` holds the
+source's time limit in seconds when it has one (the code grader can use it).
+
+Files: ``.jsonl`` (one row per line), ``.json`` (a list of rows), ``.parquet`` (needs
+``pyarrow``), or a directory of them (read in name order). A malformed row raises
+``ValueError`` naming the file, the row and the field, e.g.
+``train-00000.parquet row 12: 'public_tests' must have equal input and output lists``.
+
+- **CodeContests** (deepmind/code_contests): ``name``, ``description``,
+  ``public_tests`` / ``private_tests`` / ``generated_tests`` as ``{"input": [...],
+  "output": [...]}``, ``difficulty`` (the dataset's enum, `CC_DIFFICULTIES`; stored as
+  ``difficulty`` and ``metadata["difficulty_name"]``), ``time_limit`` (``{"seconds",
+  "nanos"}``) and ``memory_limit_bytes``. Tests are public, then private, then generated;
+  ``metadata["n_public"]`` says how many are public.
+- **APPS / TACO**: ``question``, ``input_output`` (a JSON string ``{"inputs", "outputs",
+  "fn_name"?}``), ``difficulty`` (a word), ``starter_code``; TACO adds ``time_limit`` such
+  as ``"2 seconds"``. With ``fn_name`` the tests are call-based: ``inputs[i]`` is the
+  argument list and ``outputs[i]`` the expected value (often wrapped in a one-element
+  list, which the sandbox accepts). Rows without tests are skipped.
+- **LiveCodeBench** (code_generation_lite): ``question_content``, ``public_test_cases``
+  and ``private_test_cases`` (JSON, the latter possibly base64 + zlib + pickle of a JSON
+  string; unpickled with no globals allowed), ``metadata`` (JSON with ``func_name``),
+  ``difficulty``. A ``functional`` test's input is one JSON value per line (the arguments)
+  and its output one JSON value; ``stdin`` tests are plain text.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import pickle
+import re
+import zlib
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+from .record import Problem, read_jsonl
+
+BUNDLED_CODE_EASY = Path(__file__).parent / "data" / "code_easy.jsonl"
+SUFFIXES = (".jsonl", ".json", ".parquet")
+CC_DIFFICULTIES = ("UNKNOWN_DIFFICULTY", "EASY", "MEDIUM", "HARD", "HARDER", "HARDEST", "EXTERNAL",
+                   *"ABCDEFGHIJKLMNOPQRSTUV")  # 7 = Codeforces "A", 8 = "B", ...
+
+
+def load_code_easy(split: str | None = None) -> list[Problem]:
+    """The bundled set of small original problems (stdin and call-based), each with tests
+    and a worked solution in the completion format."""
+    return [p for p in read_jsonl(BUNDLED_CODE_EASY) if split is None or p.split == split]
+
+
+# ---------------------------------------------------------------- reading rows
+def _files(path: Path) -> list[Path]:
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.suffix in SUFFIXES)
+        if not files:
+            raise ValueError(f"{path}: no {'/'.join(SUFFIXES)} files in this directory")
+        return files
+    if path.suffix not in SUFFIXES:
+        raise ValueError(f"{path}: expected a {'/'.join(SUFFIXES)} file or a directory of them")
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    return [path]
+
+
+def read_rows(path: str | Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(where, row) pairs; `where` names the file and row for error messages."""
+    for f in _files(Path(path)):
+        if f.suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            for i, row in enumerate(pq.read_table(f).to_pylist(), 1):
+                yield f"{f.name} row {i}", row
+        elif f.suffix == ".json":
+            rows = json.loads(f.read_text(encoding="utf-8"))
+            if not isinstance(rows, list):
+                raise ValueError(f"{f.name}: expected a JSON list of rows, got {type(rows).__name__}")
+            for i, row in enumerate(rows, 1):
+                yield f"{f.name} row {i}", row
+        else:
+            with f.open(encoding="utf-8") as fh:
+                for i, line in enumerate(fh, 1):
+                    if line.strip():
+                        try:
+                            yield f"{f.name} line {i}", json.loads(line)
+                        except json.JSONDecodeError as e:
+                            raise ValueError(f"{f.name} line {i}: not JSON ({e.msg})") from None
+
+
+def _need(row: dict, key: str, where: str) -> Any:
+    if row.get(key) in (None, ""):
+        raise ValueError(f"{where}: missing {key!r}")
+    return row[key]
+
+
+def _text(v: Any) -> str:
+    """APPS/TACO sometimes store an input or output as a list of lines."""
+    return "\n".join(map(str, v)) + "\n" if isinstance(v, list) else str(v)
+
+
+def _collect(path, make: Callable[[str, dict, int], Problem | None], keep: Callable[[dict], bool],
+             split: str | None, limit: int | None) -> list[Problem]:
+    out = []
+    for i, (where, row) in enumerate(read_rows(path)):
+        if limit is not None and len(out) >= limit:
+            break
+        if keep(row) and (p := make(where, row, i)) is not None:
+            out.append(replace(p, split=split) if split else p)
+    return out
+
+
+def _word_filter(difficulties: Iterable[str] | None) -> Callable[[dict], bool]:
+    keep = None if difficulties is None else {d.lower() for d in difficulties}
+    return lambda row: keep is None or str(row.get("difficulty", "")).lower() in keep
+
+
+# ---------------------------------------------------------------- CodeContests
+def code_contests_problem(row: dict, where: str, max_tests: int | None = None) -> Problem:
+    tests, n_public = [], 0
+    for kind in ("public_tests", "private_tests", "generated_tests"):
+        t = row.get(kind) or {"input": [], "output": []}
+        ins, outs = t.get("input") or [], t.get("output") or []
+        if len(ins) != len(outs):
+            raise ValueError(f"{where}: {kind!r} must have equal input and output lists, got {len(ins)} and {len(outs)}")
+        tests += [{"input": i, "output": o} for i, o in zip(ins, outs)]
+        n_public += len(ins) if kind == "public_tests" else 0
+    if not tests:
+        raise ValueError(f"{where}: no tests in public_tests, private_tests or generated_tests")
+    d = int(row.get("difficulty") or 0)
+    tl = row.get("time_limit") or {}
+    meta = {"difficulty_name": CC_DIFFICULTIES[d] if 0 <= d < len(CC_DIFFICULTIES) else str(d),
+            "n_public": n_public, "memory_limit_bytes": row.get("memory_limit_bytes")}
+    if tl.get("seconds") is not None:
+        meta["time_limit"] = tl["seconds"] + (tl.get("nanos") or 0) / 1e9
+    return Problem(id=f"code_contests/{_need(row, 'name', where)}", question=_need(row, "description", where),
+                   tests=tests[:max_tests], domain="code", difficulty=float(d), source="code_contests",
+                   metadata={k: v for k, v in meta.items() if v is not None})
+
+
+def load_code_contests(path: str | Path, difficulties: Iterable[int | str] | None = None,
+                       max_tests: int | None = None, split: str | None = None,
+                       limit: int | None = None) -> list[Problem]:
+    """CodeContests rows as problems.
+
+    `difficulties` keeps only those enum values or names (e.g. ``["EASY", "A"]``);
+    `max_tests` caps tests per problem (public first); `split` is stamped on every problem.
+    """
+    keep = None if difficulties is None else {
+        CC_DIFFICULTIES.index(d) if isinstance(d, str) else int(d) for d in difficulties}
+    return _collect(path, lambda where, row, i: code_contests_problem(row, where, max_tests),
+                    lambda row: keep is None or int(row.get("difficulty") or 0) in keep, split, limit)
+
+
+# ---------------------------------------------------------------- APPS / TACO
+def _seconds(v: Any) -> float | None:
+    m = re.match(r"\s*([\d.]+)", str(v)) if v not in (None, "") else None
+    return float(m.group(1)) if m else None
+
+
+def apps_problem(row: dict, where: str, source: str = "apps", index: int = 0) -> Problem | None:
+    """One APPS/TACO row, or None if it has no tests."""
+    raw = row.get("input_output")
+    if not raw:
+        return None
+    try:
+        io_ = json.loads(raw) if isinstance(raw, str) else raw
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{where}: 'input_output' is not JSON ({e.msg})") from None
+    ins, outs = io_.get("inputs") or [], io_.get("outputs") or []
+    if len(ins) != len(outs):
+        raise ValueError(f"{where}: 'input_output' has {len(ins)} inputs and {len(outs)} outputs")
+    if not ins:
+        return None
+    fn = io_.get("fn_name")
+    if fn:
+        for i, args in enumerate(ins):
+            if not isinstance(args, list):
+                raise ValueError(f"{where}: call-based input {i} must be a list of arguments, got {type(args).__name__}")
+        tests = [{"fn_name": fn, "args": a, "expected": o} for a, o in zip(ins, outs)]
+    else:
+        tests = [{"input": _text(i), "output": _text(o)} for i, o in zip(ins, outs)]
+    question, starter = _need(row, "question", where), row.get("starter_code") or ""
+    if starter.strip():
+        question += "\n\nStarter code:\n" + starter
+    meta = {"difficulty_name": str(row.get("difficulty") or ""), "time_limit": _seconds(row.get("time_limit"))}
+    pid = row.get("problem_id", row.get("id", index))
+    return Problem(id=f"{source}/{pid}", question=question, tests=tests, domain="code", source=source,
+                   metadata={k: v for k, v in meta.items() if v})
+
+
+def load_apps(path: str | Path, difficulties: Iterable[str] | None = None, source: str = "apps",
+              split: str | None = None, limit: int | None = None) -> list[Problem]:
+    """APPS or TACO rows (`source="taco"` for TACO ids); rows without tests are skipped.
+
+    `difficulties` keeps those words, case-insensitive (APPS: introductory, interview,
+    competition; TACO: EASY, MEDIUM, MEDIUM_HARD, HARD, VERY_HARD).
+    """
+    return _collect(path, lambda where, row, i: apps_problem(row, where, source, i),
+                    _word_filter(difficulties), split, limit)
+
+
+# ---------------------------------------------------------------- LiveCodeBench
+class _NoGlobals(pickle.Unpickler):
+    def find_class(self, module, name):
+        raise pickle.UnpicklingError(f"refusing to load {module}.{name}: test cases are plain strings")
+
+
+def _lcb_cases(raw: Any, where: str, field: str) -> list[dict]:
+    if not raw:
+        return []
+    if isinstance(raw, list):
+        return raw
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        pass
+    try:  # the compressed form: base64(zlib(pickle(json string)))
+        return json.loads(_NoGlobals(io.BytesIO(zlib.decompress(base64.b64decode(raw)))).load())
+    except Exception as e:  # noqa: BLE001 - any failure means the field is malformed
+        raise ValueError(f"{where}: {field!r} is neither JSON nor base64+zlib+pickle JSON ({type(e).__name__})") from None
+
+
+def livecodebench_problem(row: dict, where: str, include_private: bool = True) -> Problem:
+    meta_raw = row.get("metadata") or "{}"
+    meta_in = json.loads(meta_raw) if isinstance(meta_raw, str) else meta_raw
+    cases = _lcb_cases(row.get("public_test_cases"), where, "public_test_cases")
+    n_public = len(cases)
+    if include_private:
+        cases += _lcb_cases(row.get("private_test_cases"), where, "private_test_cases")
+    tests = []
+    for i, c in enumerate(cases):
+        if c.get("testtype") == "functional":
+            fn = meta_in.get("func_name")
+            if not fn:
+                raise ValueError(f"{where}: functional test {i} but 'metadata' has no 'func_name'")
+            try:
+                args = [json.loads(line) for line in c["input"].split("\n") if line.strip()]
+                tests.append({"fn_name": fn, "args": args, "expected": json.loads(c["output"])})
+            except (json.JSONDecodeError, KeyError) as e:
+                raise ValueError(f"{where}: functional test {i} is not JSON per line ({e})") from None
+        elif c.get("testtype") == "stdin":
+            tests.append({"input": c["input"], "output": c["output"]})
+        else:
+            raise ValueError(f"{where}: test {i} has testtype {c.get('testtype')!r}; expected 'stdin' or 'functional'")
+    if not tests:
+        raise ValueError(f"{where}: no test cases")
+    question, starter = _need(row, "question_content", where), row.get("starter_code") or ""
+    if starter.strip():
+        question += "\n\nStarter code:\n" + starter
+    return Problem(id=f"livecodebench/{_need(row, 'question_id', where)}", question=question, tests=tests,
+                   domain="code", source="livecodebench",
+                   metadata={"difficulty_name": str(row.get("difficulty") or ""), "n_public": n_public,
+                             "platform": row.get("platform") or "", "contest_date": str(row.get("contest_date") or "")})
+
+
+def load_livecodebench(path: str | Path, difficulties: Iterable[str] | None = None,
+                       include_private: bool = True, split: str | None = None,
+                       limit: int | None = None) -> list[Problem]:
+    """LiveCodeBench code-generation rows; `difficulties` e.g. ``["easy"]``."""
+    return _collect(path, lambda where, row, i: livecodebench_problem(row, where, include_private),
+                    _word_filter(difficulties), split, limit)
