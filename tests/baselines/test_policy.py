@@ -1,0 +1,169 @@
+"""The policy layer on a small random Qwen3 model: log-probs, seeding, LoRA pair, saving."""
+
+import os
+
+import pytest
+import torch
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+torch.set_num_threads(1)  # the CPU is shared: extra threads only spin
+
+from baselines.lora import lora_pair  # noqa: E402
+from baselines.policy import Generation, HFPolicy, SamplingParams, load_pair, load_policy  # noqa: E402
+from baselines.tiny import TinyConfig, build_tokenizer, new_model  # noqa: E402
+
+PROMPTS = ["Q:12+34\nA:", "Q:7*8\nA:", "D:add the units\nQ:123+9\nA:"]
+SMALL = TinyConfig(hidden=64, layers=2, heads=4, kv_heads=2, mlp=128)
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return build_tokenizer()
+
+
+@pytest.fixture
+def model(tok):
+    return new_model(SMALL, tok, seed=0)
+
+
+def _check_logprobs(pol, gens, tol=1e-4):
+    flat = [g for row in gens for g in row]
+    lp, mask = pol.token_logprobs([g.prompt_ids for g in flat], [g.completion_ids for g in flat])
+    assert lp.requires_grad
+    for i, g in enumerate(flat):
+        assert mask[i].sum().item() == len(g.completion_ids)
+        torch.testing.assert_close(lp[i, :len(g.logprobs)].detach(), torch.tensor(g.logprobs), atol=tol, rtol=0)
+
+
+@pytest.mark.parametrize("greedy", [True, False])
+def test_sampling_logprobs_match_recomputed(model, tok, greedy):
+    pol = HFPolicy(model, tok, "A")
+    gens = pol.generate(PROMPTS, n=3, params=SamplingParams(temperature=0.8, max_new_tokens=40, greedy=greedy), seed=1)
+    assert [len(r) for r in gens] == [3, 3, 3]
+    assert all(isinstance(g, Generation) and g.completion_ids for r in gens for g in r)
+    _check_logprobs(pol, gens)
+
+
+def test_generation_fields_and_seeding(model, tok):
+    pol = HFPolicy(model, tok, "A")
+    p = SamplingParams(temperature=1.0, max_new_tokens=30)
+    a, b, c = (pol.generate(PROMPTS, n=4, params=p, seed=s) for s in (5, 5, 6))
+    ids = lambda gs: [g.completion_ids for r in gs for g in r]  # noqa: E731
+    assert ids(a) == ids(b) and ids(a) != ids(c)
+    for g in (g for r in a for g in r):
+        assert g.prompt_ids == tok(g.prompt, add_special_tokens=False)["input_ids"]
+        assert g.text == tok.decode(g.completion_ids, skip_special_tokens=True)
+        assert g.finished == (g.completion_ids[-1] == tok.eos_token_id)
+        assert g.finished or len(g.completion_ids) == 30
+        assert tok.eos_token_id not in g.completion_ids[:-1]
+
+
+def test_tiny_top_p_keeps_only_the_top_token(model, tok):
+    pol = HFPolicy(model, tok, "A")
+    greedy = pol.generate(PROMPTS, params=SamplingParams(max_new_tokens=20, greedy=True))
+    nucleus = pol.generate(PROMPTS, params=SamplingParams(temperature=1.5, top_p=1e-6, max_new_tokens=20), seed=3)
+    assert [r[0].completion_ids for r in greedy] == [r[0].completion_ids for r in nucleus]
+
+
+def test_chat_template_is_applied(model, tok):
+    tok = build_tokenizer()
+    tok.chat_template = "{% for m in messages %}<{{ m.role }}>{{ m.content }}\n{% endfor %}{% if add_generation_prompt %}A:{% endif %}"
+    pol = HFPolicy(model, tok, "A")
+    g = pol.generate(["hi"], params=SamplingParams(max_new_tokens=3, greedy=True))[0][0]
+    assert tok.decode(g.prompt_ids) == "<user>hi\nA:" and g.prompt == "hi"
+
+
+def test_full_model_reference_is_frozen_copy(model, tok):
+    import copy
+
+    pol = HFPolicy(model, tok, "A", reference=copy.deepcopy(model))
+    gens = pol.generate(PROMPTS, params=SamplingParams(max_new_tokens=10), seed=0)
+    args = ([g.prompt_ids for r in gens for g in r], [g.completion_ids for r in gens for g in r])
+    before = pol.reference_logprobs(*args)[0]
+    with torch.no_grad():
+        for p in pol.parameters():
+            p.add_(0.05)
+    assert not pol.reference_logprobs(*args)[0].requires_grad
+    torch.testing.assert_close(pol.reference_logprobs(*args)[0], before)
+    assert not torch.allclose(pol.token_logprobs(*args)[0].detach(), before)
+    assert HFPolicy(model, tok, "A").reference_logprobs(*args) is None
+
+
+def test_token_logprobs_rejects_bad_input(model, tok):
+    pol = HFPolicy(model, tok, "A")
+    with pytest.raises(ValueError, match="as many prompts"):
+        pol.token_logprobs([[5]], [[6], [7]])
+    with pytest.raises(ValueError, match="empty completion"):
+        pol.token_logprobs([[5]], [[]])
+
+
+# ---------------------------------------------------------------- LoRA pair
+def _ids(pol, n=2):
+    gens = pol.generate(PROMPTS, n=n, params=SamplingParams(temperature=1.0, max_new_tokens=12), seed=0)
+    return [g.prompt_ids for r in gens for g in r], [g.completion_ids for r in gens for g in r]
+
+
+def test_lora_a_is_exact_noop_and_b_differs(model, tok):
+    base_pol = HFPolicy(model, tok, "base")
+    args = _ids(base_pol)
+    with torch.no_grad():
+        base_lp = base_pol.token_logprobs(*args)[0]
+    a, b = lora_pair(model, tok, rank=4, b_init_std=0.05, seed=0)
+    assert torch.equal(a.token_logprobs(*args)[0].detach(), base_lp)
+    assert not torch.allclose(b.token_logprobs(*args)[0].detach(), base_lp, atol=1e-4)
+    torch.testing.assert_close(b.reference_logprobs(*args)[0], base_lp, atol=0, rtol=0)
+    # the slow (peft) sampling path agrees with its own recomputation too
+    _check_logprobs(b, b.generate(PROMPTS, n=2, params=SamplingParams(max_new_tokens=15), seed=2))
+
+
+def test_one_step_updates_both_adapters(model, tok):
+    a, b = lora_pair(model, tok, rank=4, seed=0)
+    frozen = [p for p in model.parameters() if not p.requires_grad]
+    assert frozen and not set(map(id, a.parameters())) & set(map(id, b.parameters()))
+    before = [p.detach().clone() for p in a.parameters() + b.parameters()]
+    base_before = [p.detach().clone() for p in frozen]
+    opt = torch.optim.AdamW(a.parameters() + b.parameters(), lr=1e-2)
+    args = _ids(a)
+    loss = -(a.token_logprobs(*args)[0].sum() + b.token_logprobs(*args)[0].sum())
+    loss.backward()
+    opt.step()
+    after = a.parameters() + b.parameters()
+    na = len(a.parameters())
+    assert all(not torch.equal(x, y) for x, y in zip(before[na:], after[na:]))  # every B tensor moved
+    # A's lora_A gets no gradient while lora_B is zero, but A's lora_B must move
+    assert any(not torch.equal(x, y) for x, y in zip(before[:na], after[:na]))
+    assert all(torch.equal(x, y) for x, y in zip(base_before, frozen))
+
+
+def test_lora_save_load_round_trip(model, tok, tmp_path):
+    from peft import PeftModel
+    from transformers import Qwen3ForCausalLM
+
+    model.save_pretrained(tmp_path / "base")
+    tok.save_pretrained(tmp_path / "base")
+    a, b = load_pair(str(tmp_path / "base"), lora_rank=4, b_init_std=0.05, device="cpu", backend="hf")
+    args = _ids(b)
+    want = b.token_logprobs(*args)[0].detach()
+    b.save(tmp_path / "b")
+    b.save_merged(tmp_path / "b_merged")
+    assert (tmp_path / "b" / "adapter_model.safetensors").exists()
+    loaded = load_policy(str(tmp_path / "b"), device="cpu", backend="hf")
+    torch.testing.assert_close(loaded.token_logprobs(*args)[0].detach(), want, atol=1e-5, rtol=0)
+    peft_m = PeftModel.from_pretrained(Qwen3ForCausalLM.from_pretrained(tmp_path / "base"), tmp_path / "b")
+    torch.testing.assert_close(HFPolicy(peft_m, tok).token_logprobs(*args)[0].detach(), want, atol=1e-5, rtol=0)
+    merged = load_policy(str(tmp_path / "b_merged"), device="cpu", backend="hf", reference=False)
+    torch.testing.assert_close(merged.token_logprobs(*args)[0].detach(), want, atol=1e-4, rtol=0)
+    # a's adapter saved before training is still an exact no-op
+    a.save(tmp_path / "a")
+    torch.testing.assert_close(load_policy(str(tmp_path / "a"), device="cpu", backend="hf").token_logprobs(*args)[0],
+                               HFPolicy(Qwen3ForCausalLM.from_pretrained(tmp_path / "base"), tok).token_logprobs(*args)[0])
+
+
+def test_full_pair_from_two_paths(model, tok, tmp_path):
+    model.save_pretrained(tmp_path / "m")
+    tok.save_pretrained(tmp_path / "m")
+    a, b = load_pair(f"{tmp_path / 'm'},{tmp_path / 'm'}", device="cpu", backend="hf")
+    assert a.model is not b.model and a.name == "A" and b.name == "B"
+    assert a.tokenizer.decode(a.tokenizer("x<think>y")["input_ids"]) == "x<think>y"  # not swapped for a BPE
+    a.save(tmp_path / "a")
+    assert load_policy(str(tmp_path / "a"), device="cpu", backend="hf").model.num_parameters() == model.num_parameters()
