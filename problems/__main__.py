@@ -10,41 +10,27 @@
 from __future__ import annotations
 
 import argparse
-import json
 from collections import Counter
 from pathlib import Path
 
 from .arith import TIERS
 from .generate import BUNDLED_PATH, BUNDLED_SEED, BUNDLED_SIZES, SPLIT_ORDER, generate_arith
-from .deepmath import HARD_DIFFICULTY, is_binary, read_deepmath
+from .deepmath import HARD_DIFFICULTY, is_binary, is_deepmath_path, read_deepmath
 from .record import SPLITS, Problem, write_jsonl
 from .sources import SOURCES, load
 
 
-def _is_deepmath_path(name: str) -> bool:
-    """A parquet file, a directory, or a JSONL file whose first row has DeepMath's 'final_answer'."""
-    p = Path(name)
-    if p.is_dir() or p.suffix == ".parquet":
-        return True
-    if p.suffix == ".jsonl" and p.is_file():
-        with p.open(encoding="utf-8") as f:
-            first = next((line for line in f if line.strip()), "{}")
-        try:
-            return "final_answer" in json.loads(first)
-        except json.JSONDecodeError:
-            return False
-    return False
-
-
 def _problems(args) -> list[Problem]:
-    if _is_deepmath_path(args.name):
-        return read_deepmath(args.name)
-    options = {}
+    """The problems NAME names. DeepMath is read whole (every difficulty, no split), so
+    stats can show what the hard split keeps and drops."""
     if args.name == "deepmath":
         if not args.path:
             raise SystemExit("source 'deepmath' needs --path (a parquet/JSONL file or directory)")
-        options = {"path": args.path}
-    elif args.name == "reasoning_gym":
+        return read_deepmath(args.path)
+    if is_deepmath_path(args.name):
+        return read_deepmath(args.name)
+    options = {}
+    if args.name == "reasoning_gym":
         options = {"task": args.task, "n": args.n}
     return load(args.name, split=args.split, tier=args.tier, **options)
 
@@ -52,7 +38,7 @@ def _problems(args) -> list[Problem]:
 def cmd_list(args) -> None:
     for name, (_, about) in SOURCES.items():
         print(f"{name:14s} {about}")
-    print(f"{'PATH.jsonl':14s} a file of Problem records")
+    print(f"{'PATH':14s} a Problem .jsonl file, or a DeepMath parquet/JSONL file or directory")
 
 
 def cmd_show(args) -> None:
@@ -79,7 +65,7 @@ def cmd_stats(args) -> None:
         row = [counts[(s, d)] for s in splits]
         tier = next((t for t, (n, _) in TIERS.items() if n == d), "") if args.name == "arith" else ""
         print(f"{d:<10g} " + "".join(f"{c:>11d}" for c in row) + f"{sum(row):>11d}  {tier}")
-    if _is_deepmath_path(args.name) or args.name == "deepmath":
+    if is_deepmath_path(args.name) or args.name == "deepmath":
         at8 = [p for p in problems if p.difficulty == HARD_DIFFICULTY]
         binary = sum(is_binary(p.answer) for p in at8)
         print(f"hard split (difficulty {HARD_DIFFICULTY:g}, binary answers dropped): {len(at8) - binary} "
@@ -101,7 +87,7 @@ def main(argv: list[str] | None = None) -> None:
         p = sub.add_parser(name, help=about)
         p.add_argument("name", help="a source name (see list), a Problem .jsonl path, or a DeepMath file/directory")
         p.add_argument("--n", type=int, default=3, help="problems to show (reasoning_gym: items to generate)")
-        p.add_argument("--split", choices=SPLITS, help="only this split")
+        p.add_argument("--split", choices=SPLITS, help="only this split (DeepMath files are read whole, unsplit)")
         p.add_argument("--tier", help="only this tier (metadata['tier'], e.g. hard)")
         p.add_argument("--path", help="the DeepMath file or directory, for NAME=deepmath")
         p.add_argument("--task", default="basic_arithmetic", help="the task, for NAME=reasoning_gym")

@@ -41,8 +41,9 @@ def _signed(v: int) -> str:
     return f"+{v}" if v >= 0 else f"-{-v}"
 
 
-def _exact_div(n: int, d: int) -> int:
-    """n/d as a tiny model would write it: the nearest integer (exact for the reference)."""
+def _divide(n: int, d: int) -> int:
+    """n/d as a tiny model would write it: the nearest integer (exact for the reference,
+    whose divisions always come out even)."""
     return round(Fraction(n, d))
 
 
@@ -99,7 +100,7 @@ def linear(ops, s: Slip) -> Worked:
     a, x, b = ops
     c = a * x + b
     r = s(c - b)
-    ans = s(_exact_div(r, a))
+    ans = s(_divide(r, a))
     return Worked(f"{a}x{_signed(b)}={c}", f"{c}{_signed(-b)}={r} {r}/{a}={ans}", f"{a}x={r}", str(ans))
 
 
@@ -140,7 +141,7 @@ def linear2(ops, s: Slip) -> Worked:
     d = (a - c) * x + b
     k = s(a - c)
     r = s(d - b)
-    ans = s(_exact_div(r, k)) if k else 0
+    ans = s(_divide(r, k)) if k else 0
     return Worked(f"{a}x{_signed(b)}={c}x{_signed(d)}",
                   f"{a}x-{c}x={k}x {d}{_signed(-b)}={r} {r}/{k}={ans}", f"{k}x={r}", str(ans))
 

@@ -46,6 +46,21 @@ def is_binary(answer: str) -> bool:
     return re.sub(r"[\s$.,!{}()]", "", s).lower() in BINARY_ANSWERS
 
 
+def is_deepmath_path(path: str | Path) -> bool:
+    """A parquet file, a directory, or a JSONL file whose first row has DeepMath's 'final_answer'."""
+    p = Path(path)
+    if p.is_dir() or p.suffix == ".parquet":
+        return True
+    if p.suffix == ".jsonl" and p.is_file():
+        with p.open(encoding="utf-8") as f:
+            first = next((line for line in f if line.strip()), "{}")
+        try:
+            return isinstance(row := json.loads(first), dict) and "final_answer" in row
+        except json.JSONDecodeError:
+            return False
+    return False
+
+
 def _files(path: Path) -> list[Path]:
     if path.is_dir():
         files = sorted(p for p in path.iterdir() if p.suffix in SUFFIXES)

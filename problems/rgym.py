@@ -22,7 +22,7 @@ from .record import Problem
 
 
 def load_reasoning_gym(task: str = "basic_arithmetic", n: int = 1000, seed: int = 0, split_as: str | None = None,
-                       difficulty: float = 0.0, exclude: Iterable[str] = (), **config: Any) -> list[Problem]:
+                       difficulty_as: float = 0.0, exclude: Iterable[str] = (), **config: Any) -> list[Problem]:
     """`n` reasoning-gym items of `task` as Problems (fewer if some repeat or are excluded).
 
     Args:
@@ -30,7 +30,7 @@ def load_reasoning_gym(task: str = "basic_arithmetic", n: int = 1000, seed: int 
         n: items to generate.
         seed: reasoning-gym's seed; the same seed gives the same items.
         split_as: the split label to give every problem ("train", "validation", "test" or None).
-        difficulty: the numeric difficulty to record (reasoning-gym has no common scale).
+        difficulty_as: the numeric difficulty to record (reasoning-gym has no common scale).
         exclude: questions to drop (compared normalised), e.g. another split's.
         config: task options for `reasoning_gym.create_dataset`.
     """
@@ -50,6 +50,6 @@ def load_reasoning_gym(task: str = "basic_arithmetic", n: int = 1000, seed: int 
         seen.add(key)
         meta = json.loads(json.dumps(item.get("metadata", {}), default=str))  # JSONL-safe
         out.append(Problem(id=f"rg-{task}-{seed}-{i:05d}", question=item["question"], answer=str(item["answer"]),
-                           difficulty=difficulty, source=f"reasoning_gym:{task}", split=split_as,
+                           difficulty=difficulty_as, source=f"reasoning_gym:{task}", split=split_as,
                            metadata={"task": task, "reasoning_gym": meta}))
     return out

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .arith import TIERS
+from .deepmath import is_deepmath_path, load_deepmath
 from .generate import BUNDLED_PATH
 from .record import SPLITS, Problem, read_jsonl
 
@@ -17,8 +18,6 @@ def _arith(**kw) -> list[Problem]:
 
 
 def _deepmath(**kw) -> list[Problem]:
-    from .deepmath import load_deepmath
-
     if "path" not in kw:
         raise TypeError("source 'deepmath' needs path= (a local parquet/JSONL file or directory, or a hub name)")
     return load_deepmath(**kw)
@@ -43,7 +42,8 @@ SOURCES: dict[str, tuple[Callable[..., list[Problem]], str]] = {
 
 def load(name: str, split: str | None = None, difficulty: float | None = None,
          tier: str | None = None, **options: Any) -> list[Problem]:
-    """Problems from a source name (see `SOURCES`) or a path to a Problem JSONL file.
+    """Problems from a source name (see `SOURCES`), a path to a Problem JSONL file, or a
+    DeepMath parquet/JSONL file or directory (same as `load("deepmath", path=...)`).
 
     `split`, `difficulty` and `tier` (metadata["tier"], e.g. "hard") filter the result;
     `options` go to the source, e.g. `load("deepmath", path="deepmath/", split="test")`.
@@ -54,12 +54,15 @@ def load(name: str, split: str | None = None, difficulty: float | None = None,
         raise ValueError(f"arith tier must be one of {tuple(TIERS)}, got {tier!r}")
     if name in SOURCES:
         problems = SOURCES[name][0](**options)
+    elif is_deepmath_path(name):
+        problems = _deepmath(path=name, **options)
     elif Path(name).suffix == ".jsonl" and Path(name).is_file():
         if options:
             raise TypeError(f"a JSONL path takes no options, got {sorted(options)}")
         problems = read_jsonl(name)
     else:
-        raise ValueError(f"unknown problem source {name!r}: expected one of {sorted(SOURCES)} or an existing .jsonl path")
+        raise ValueError(f"unknown problem source {name!r}: expected one of {sorted(SOURCES)}, an existing .jsonl path, "
+                         "or a DeepMath file or directory")
     return [p for p in problems
             if (split is None or p.split == split)
             and (difficulty is None or p.difficulty == difficulty)
