@@ -1,0 +1,127 @@
+"""Evaluation: pass@1 with intervals for one model, and for a pair run as a cascade.
+
+pass@1 is the mean correctness over `samples` completions per problem at the evaluation
+temperature; its 95% Clopper-Pearson interval treats the problems × samples as Bernoulli
+trials (samples of one problem are correlated, so the interval is slightly optimistic
+when samples > 1). Greedy accuracy is reported beside it. Grading goes through the
+game's own grader (`AgonGame.grade_solo` / `AgonGame.score`).
+
+The cascade is the paper's inference: one model drafts, the other reads the draft's
+summary and answers; the answerer is graded. Its direction is chosen on the validation
+split (`choose_direction`) and only then reported on the test split.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from scipy.stats import beta
+
+from agon_env.game import AgonGame
+from problems.record import Problem
+
+from .policy import Policy, SamplingParams
+
+
+def clopper_pearson(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
+    """Exact binomial interval for k successes in n trials."""
+    if n <= 0:
+        return (0.0, 1.0)
+    lo = 0.0 if k == 0 else float(beta.ppf(alpha / 2, k, n - k + 1))
+    hi = 1.0 if k == n else float(beta.ppf(1 - alpha / 2, k + 1, n - k))
+    return lo, hi
+
+
+@dataclass
+class EvalConfig:
+    """How held-out pass@1 is measured."""
+
+    samples: int = 4
+    """completions per problem at the evaluation temperature (pass@1 is their mean)"""
+    temperature: float = 0.7
+    """sampling temperature for pass@1"""
+    top_p: float = 1.0
+    """nucleus sampling for pass@1"""
+    max_new_tokens: int = 128
+    """completion length limit in tokens"""
+    greedy: bool = True
+    """also report greedy accuracy (one extra completion per problem)"""
+    seed: int = 1234
+    """sampling seed, fixed so before/after numbers use the same draws"""
+
+    def params(self, greedy: bool = False) -> SamplingParams:
+        return SamplingParams(self.temperature, self.top_p, self.max_new_tokens, greedy)
+
+
+def _summary(name: str, correct: list[bool], lengths: list[int], greedy: list[bool] | None, **extra) -> dict:
+    k, n = sum(correct), len(correct)
+    lo, hi = clopper_pearson(k, n)
+    row = {"method": name, "pass@1": k / max(n, 1), "ci_low": lo, "ci_high": hi, "n": n,
+           "mean_length": sum(lengths) / max(len(lengths), 1)}
+    if greedy is not None:
+        row["greedy"] = sum(greedy) / max(len(greedy), 1)
+    return {**row, **extra}
+
+
+def _flat(prompts_by_problem: list[list], samples: int) -> list:
+    return [g for gens in prompts_by_problem for g in gens[:samples]]
+
+
+def evaluate_single(policy: Policy, problems: Sequence[Problem], game: AgonGame, cfg: EvalConfig) -> dict:
+    """pass@1 of one model from the plain (drafter) prompt."""
+    prompts = game.drafter_prompts(problems)
+    gens = _flat(policy.generate(prompts, cfg.samples, cfg.params(), seed=cfg.seed), cfg.samples)
+    reps = [p for p in problems for _ in range(cfg.samples)]
+    _, verdicts = game.grade_solo(reps, [g.text for g in gens])
+    greedy = None
+    if cfg.greedy:
+        g1 = [gs[0].text for gs in policy.generate(prompts, 1, cfg.params(greedy=True), seed=cfg.seed)]
+        greedy = [v.correct for v in game.grade_solo(problems, g1)[1]]
+    return _summary(policy.name, [v.correct for v in verdicts], [len(g.completion_ids) for g in gens], greedy)
+
+
+def evaluate_cascade(drafter: Policy, answerer: Policy, problems: Sequence[Problem], game: AgonGame,
+                     cfg: EvalConfig) -> dict:
+    """pass@1 of `answerer` after reading `drafter`'s draft summary (one draft per answer).
+
+    Also reports the drafter's own accuracy on those drafts, and the conversion rate
+    (answer right where the draft was wrong) and keep rate (right where the draft was right).
+    """
+    reps = [p for p in problems for _ in range(cfg.samples)]
+
+    def run(params, n):
+        drafts = _flat(drafter.generate(game.drafter_prompts(problems), n, params, seed=cfg.seed), n)
+        reps_n = [p for p in problems for _ in range(n)]
+        answers = [gs[0] for gs in answerer.generate(game.challenger_prompts(reps_n, [d.text for d in drafts]), 1,
+                                                     params, seed=cfg.seed + 1)]
+        return answers, game.score(reps_n, [d.text for d in drafts], [a.text for a in answers])
+
+    answers, results = run(cfg.params(), cfg.samples)
+    assert len(results) == len(reps)
+    c_a = [r.drafter_info["correct"] for r in results]
+    c_b = [r.challenger_info["correct"] for r in results]
+    wrong_a, right_a = sum(not a for a in c_a), sum(c_a)
+    greedy = None
+    if cfg.greedy:
+        greedy = [r.challenger_info["correct"] for r in run(cfg.params(greedy=True), 1)[1]]
+    return _summary(
+        f"{drafter.name}→{answerer.name}", c_b, [len(a.completion_ids) for a in answers], greedy,
+        drafter_pass=right_a / max(len(c_a), 1),
+        conversion=sum(b and not a for a, b in zip(c_a, c_b)) / max(wrong_a, 1),
+        keep=sum(b and a for a, b in zip(c_a, c_b)) / max(right_a, 1),
+    )
+
+
+def evaluate_pair(a: Policy, b: Policy, problems: Sequence[Problem], game: AgonGame, cfg: EvalConfig) -> list[dict]:
+    """Rows for A alone, B alone, cascade A→B and cascade B→A (the paper's checklist)."""
+    return [evaluate_single(a, problems, game, cfg), evaluate_single(b, problems, game, cfg),
+            evaluate_cascade(a, b, problems, game, cfg), evaluate_cascade(b, a, problems, game, cfg)]
+
+
+def choose_direction(validation_rows: list[dict]) -> str:
+    """The cascade direction with the higher validation pass@1 (ties: the first listed)."""
+    cascades = [r for r in validation_rows if "→" in r["method"]]
+    if not cascades:
+        raise ValueError("choose_direction needs cascade rows (method names containing '→')")
+    return max(cascades, key=lambda r: r["pass@1"])["method"]
