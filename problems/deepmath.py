@@ -35,6 +35,8 @@ from .record import Problem
 
 HUB_NAME = "zwhe99/DeepMath-103K"
 HARD_DIFFICULTY = 8.0
+FIELDS = ("question", "final_answer", "difficulty", "topic")
+SOLUTION_FIELDS = ("r1_solution_1", "r1_solution_2", "r1_solution_3")
 BINARY_ANSWERS = frozenset({"yes", "no", "true", "false"})
 SUFFIXES = (".parquet", ".jsonl")
 _WRAPPER = re.compile(r"\\(?:text|textbf|mathrm|boxed)\s*\{([^{}]*)\}")
@@ -72,14 +74,17 @@ def _files(path: Path) -> list[Path]:
     return [path]
 
 
-def _parquet_rows(path: Path) -> Iterator[tuple[str, Any]]:
+def _parquet_rows(path: Path, columns: tuple[str, ...] | None) -> Iterator[tuple[str, Any]]:
     try:
         import pyarrow.parquet as pq
     except ImportError:
         raise ImportError(f"{path.name}: reading parquet needs pyarrow (pip install pyarrow), "
                           "or convert the file to JSONL") from None
+    f = pq.ParquetFile(path)
+    if columns is not None:  # skip the long r1 solutions unless asked: ~1 GB for the full set
+        columns = [c for c in columns if c in f.schema_arrow.names]
     row = 0
-    for batch in pq.ParquetFile(path).iter_batches():
+    for batch in f.iter_batches(columns=columns):
         for r in batch.to_pylist():
             row += 1
             yield f"{path.name} row {row}", r
@@ -107,8 +112,10 @@ def _hub_rows(name: str) -> Iterator[tuple[str, Any]]:
         yield f"{name} row {i}", r
 
 
-def iter_rows(path: str | Path) -> Iterator[tuple[str, Any]]:
-    """(where, raw row) pairs; `where` names the file and line or row for error messages."""
+def iter_rows(path: str | Path, columns: tuple[str, ...] | None = None) -> Iterator[tuple[str, Any]]:
+    """(where, raw row) pairs; `where` names the file and line or row for error messages.
+
+    `columns` limits what parquet files read (JSONL lines are parsed whole)."""
     p = Path(path)
     if not p.exists():
         if re.fullmatch(r"[\w.-]+/[\w.-]+", str(path)) and not p.suffix:
@@ -116,7 +123,7 @@ def iter_rows(path: str | Path) -> Iterator[tuple[str, Any]]:
             return
         raise FileNotFoundError(f"DeepMath path {str(path)!r} does not exist")
     for f in _files(p):
-        yield from (_parquet_rows(f) if f.suffix == ".parquet" else _jsonl_rows(f))
+        yield from (_parquet_rows(f, columns) if f.suffix == ".parquet" else _jsonl_rows(f))
 
 
 def parse_row(row: Any, where: str, keep_solutions: bool = False) -> Problem:
@@ -146,7 +153,7 @@ def parse_row(row: Any, where: str, keep_solutions: bool = False) -> Problem:
     if topic:
         metadata["topic"] = topic
     if keep_solutions:
-        metadata["r1_solutions"] = [row[k] for k in ("r1_solution_1", "r1_solution_2", "r1_solution_3") if row.get(k)]
+        metadata["r1_solutions"] = [row[k] for k in SOLUTION_FIELDS if row.get(k)]
     qid = hashlib.sha1(normalise(question).encode()).hexdigest()[:12]
     return Problem(id=f"deepmath-{qid}", question=question, answer=answer.strip(), difficulty=difficulty,
                    source="deepmath", metadata=metadata)
@@ -155,7 +162,8 @@ def parse_row(row: Any, where: str, keep_solutions: bool = False) -> Problem:
 def read_deepmath(path: str | Path, keep_solutions: bool = False) -> list[Problem]:
     """Every row, validated, repeated questions kept once, no split assigned."""
     out, seen = [], set()
-    for where, row in iter_rows(path):
+    columns = FIELDS + (SOLUTION_FIELDS if keep_solutions else ())
+    for where, row in iter_rows(path, columns):
         p = parse_row(row, where, keep_solutions)
         if p.id not in seen:
             seen.add(p.id)

@@ -95,6 +95,8 @@ def test_parquet_and_directory(tmp_path, deepmath_jsonl):
     from_file = load_deepmath(deepmath_jsonl, n_train=None, n_test=10)
     assert [p.question for p in from_dir] == [p.question for p in from_file]
     assert read_deepmath(tmp_path / "part-0.parquet")[2].metadata["origin"] == "part-0.parquet row 3"
+    assert "r1_solutions" not in read_deepmath(tmp_path / "part-0.parquet")[0].metadata
+    assert read_deepmath(tmp_path / "part-0.parquet", keep_solutions=True)[0].metadata["r1_solutions"] == ["sol 0", "b", "c"]
 
 
 def test_through_problems_load_and_jsonl_round_trip(deepmath_jsonl, tmp_path):
