@@ -147,12 +147,14 @@ def _tiers(spec: str) -> set[str] | None:
 def load_split(args: CommonArgs, split: str, tiers: str, limit: int | None = None) -> list[Problem]:
     from problems import load
 
-    if args.problems.startswith("deepmath:"):
-        ps = load("deepmath", split=split, path=args.problems.split(":", 1)[1])
+    if args.problems.startswith("deepmath:"):  # the paper's 3,000 / 300, plus 300 for the direction choice
+        ps = load("deepmath", split=split, path=args.problems.split(":", 1)[1], n_validation=300)
     else:
         ps = load(args.problems, split=split)
     keep = _tiers(tiers)
     if keep is not None:
+        if not any("tier" in p.metadata for p in ps):
+            raise SystemExit(f"error: {args.problems!r} has no difficulty tiers; pass --train-tiers all --eval-tier all")
         ps = [p for p in ps if p.metadata.get("tier") in keep]
     if not ps:
         raise SystemExit(f"error: no {split!r} problems in {args.problems!r} for tiers {tiers!r}")
