@@ -63,8 +63,19 @@ def withhold_answer(text: str) -> str:
     return _strip_boxed(text)
 
 
-# What "final answer withheld" removes, per problem domain (the code track adds "code").
-WITHHOLD = {"math": withhold_answer}
+_FENCED = re.compile(r"```.*?(?:```|\Z)", re.S)
+
+
+def withhold_code(text: str) -> str:
+    """Code's "final answer withheld": the answer block and every fenced code block go
+    (an unclosed fence runs to the end), so the approach in prose stays and no runnable
+    program reaches the challenger. Inline `code` and unfenced indented code stay.
+    """
+    return _FENCED.sub("", withhold_answer(text))
+
+
+# What "final answer withheld" removes, per problem domain.
+WITHHOLD = {"math": withhold_answer, "code": withhold_code}
 
 
 def summarize(draft: str, mode: str = "paper", max_chars: int | None = None, domain: str = "math") -> str:

@@ -1,0 +1,117 @@
+"""The code grader: c = the program in the answer block passes all of the problem's tests.
+
+A code completion keeps the game's format, `<think>…</think>` + summary + `<answer>…</answer>`,
+and its answer block holds the program, as one fenced block:
+
+    <answer>
+    ```python
+    print(sum(map(int, input().split())))
+    ```
+    </answer>
+
+`extract_code` takes the last fenced block in the answer (any language tag, or none);
+an answer without a fence is taken whole as the program. The tests and their schema
+are the sandbox's (`agon_env.sandbox`). Verdict words: the sandbox's, plus `no_answer`
+(no closed answer block or an empty program) and `too_long` (over `max_code_chars`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Sequence
+
+from .grading import Verdict, register_grader
+from .rules import extract_answer, format_ok
+from .sandbox import Sandbox, SandboxConfig
+
+CODE_VERDICTS = ("passed", "wrong_answer", "timeout", "memory", "runtime_error", "output_limit",
+                 "sandbox_error", "no_answer", "too_long")
+_FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.S)
+
+
+def extract_code(completion: str) -> str | None:
+    """The program in the completion's last answer block, or None if there is none."""
+    ans = extract_answer(completion)
+    if ans is None:
+        return None
+    blocks = _FENCE.findall(ans)
+    code = blocks[-1] if blocks else ans
+    if not blocks and ans.startswith("```"):  # an unclosed fence: drop the opening line
+        code = ans.split("\n", 1)[1] if "\n" in ans else ""
+    return code.strip("\n") or None
+
+
+class CodeGrader:
+    """Runs each answer's program in the sandbox against its problem's tests.
+
+    Args:
+        config: the sandbox's limits and isolation.
+        use_problem_limits: take the time limit from `problem.metadata["time_limit"]`
+            (seconds, as the loaders store it) when it is there, times `time_scale`.
+        time_scale: multiplier on problem time limits (Python is slower than the C++ that
+            contest limits are set for).
+        max_code_chars: longer programs are graded wrong without running (`too_long`).
+    """
+
+    def __init__(self, config: SandboxConfig = SandboxConfig(), use_problem_limits: bool = False,
+                 time_scale: float = 1.0, max_code_chars: int = 100_000):
+        self.config = config
+        self.use_problem_limits, self.time_scale, self.max_code_chars = use_problem_limits, time_scale, max_code_chars
+        self._sandboxes: dict[float, Sandbox] = {}
+
+    def _sandbox(self, problem) -> Sandbox:
+        timeout = self.config.timeout
+        if self.use_problem_limits and problem.metadata.get("time_limit"):
+            timeout = float(problem.metadata["time_limit"]) * self.time_scale
+        if timeout not in self._sandboxes:
+            cfg = self.config if timeout == self.config.timeout else replace(self.config, timeout=timeout)
+            self._sandboxes[timeout] = Sandbox(cfg)
+        return self._sandboxes[timeout]
+
+    def _precheck(self, problem, completion) -> tuple[str | None, Verdict | None]:
+        if problem.domain != "code" or not problem.tests:
+            raise ValueError(f"CodeGrader needs a code problem with tests, got domain {problem.domain!r} "
+                             f"for problem {problem.id!r}")
+        code, phi, n = extract_code(completion), format_ok(completion), len(completion)
+        if code is None:
+            return None, Verdict(False, phi, None, n, "no_answer", 0.0)
+        if len(code) > self.max_code_chars:
+            return None, Verdict(False, phi, code[:100], n, "too_long", 0.0)
+        return code, None
+
+    @staticmethod
+    def _verdict(completion, code, run) -> Verdict:
+        return Verdict(run.passed, format_ok(completion), code, len(completion), run.verdict, run.pass_fraction)
+
+    def grade(self, problem, completion: str) -> Verdict:
+        code, early = self._precheck(problem, completion)
+        if early is not None:
+            return early
+        return self._verdict(completion, code, self._sandbox(problem).run(code, problem.tests))
+
+    def grade_batch(self, problems: Sequence, completions: Sequence[str]) -> list[Verdict]:
+        """All programs of the batch run in parallel (one sandbox per core)."""
+        if len(problems) != len(completions):
+            raise ValueError(f"grade_batch needs equal lengths, got {len(problems)} and {len(completions)}")
+        out: list[Verdict | None] = [None] * len(problems)
+        groups: dict[int, list[int]] = {}
+        for i, (p, c) in enumerate(zip(problems, completions)):
+            code, early = self._precheck(p, c)
+            if early is not None:
+                out[i] = early
+            else:
+                groups.setdefault(id(self._sandbox(p)), []).append(i)
+        for idx in groups.values():
+            sb = self._sandbox(problems[idx[0]])
+            codes = [extract_code(completions[i]) for i in idx]
+            for i, code, run in zip(idx, codes, sb.run_batch([(c, problems[i].tests) for i, c in zip(idx, codes)])):
+                out[i] = self._verdict(completions[i], code, run)
+        return out  # type: ignore[return-value]
+
+    def close(self) -> None:
+        for sb in self._sandboxes.values():
+            sb.close()
+
+
+register_grader("code", CodeGrader)

@@ -1,0 +1,101 @@
+"""The game on code: program extraction, the code grader, what the challenger is shown,
+and a full episode of `agon_env.env(domain="code")` with the sandbox grading it."""
+
+import pytest
+
+import agon_env
+from agon_env.code_grader import CodeGrader, extract_code
+from agon_env.grading import default_grader
+from agon_env.rules import summarize, withhold_code
+from agon_env.sandbox import SandboxConfig
+from problems.code import load_code_easy
+from problems.record import Problem
+
+
+def fenced(code, lang="python"):
+    return f"<answer>\n```{lang}\n{code}\n```\n</answer>"
+
+
+@pytest.fixture(scope="module")
+def grader():
+    g = CodeGrader(SandboxConfig(timeout=1.0, workers=2))
+    yield g
+    g.close()
+
+
+@pytest.fixture(scope="module")
+def easy():
+    return {p.id.split("/")[1]: p for p in load_code_easy()}
+
+
+@pytest.mark.parametrize("completion, code", [
+    (fenced("print(1)"), "print(1)"),
+    (fenced("print(1)", lang=""), "print(1)"),
+    ("<answer>print(2)</answer>", "print(2)"),
+    ("<answer>```python\nx = 1\nprint(x)</answer>", "x = 1\nprint(x)"),  # unclosed fence
+    ("<answer>sketch\n```py\nprint(1)\n```\nfinal:\n```python\nprint(2)\n```</answer>", "print(2)"),
+    ("```python\nprint(1)\n```", None),  # a program outside the answer block is not graded
+    ("<answer>```python\n```</answer>", None),
+])
+def test_extract_code(completion, code):
+    assert extract_code(completion) == code
+
+
+def test_withhold_code_keeps_the_approach_and_drops_every_program():
+    draft = ("<think>try brute force first</think>Sort, then sweep with two pointers.\n"
+             "```python\nprint(42)\n```\nUse `i` and `j` as the pointers.\n" + fenced("print(42)"))
+    shown = summarize(draft, domain="code")
+    assert "Sort, then sweep" in shown and "`i`" in shown
+    assert "print(42)" not in shown and "brute force" not in shown and "```" not in shown
+    assert withhold_code("idea\n```python\nprint(1)") == "idea\n"  # an unclosed fence runs to the end
+
+
+def test_every_bundled_solution_passes(grader):
+    problems = load_code_easy()
+    verdicts = grader.grade_batch(problems, [p.solution for p in problems])
+    assert [v.verdict for v in verdicts] == ["passed"] * len(problems)
+    assert all(v.correct and v.formatted and v.pass_fraction == 1.0 for v in verdicts)
+    assert {p.metadata["kind"] for p in problems} == {"stdin", "call"}
+
+
+def test_code_grader_verdicts(grader, easy):
+    p = easy["digit_spread"]
+    assert grader.grade(p, "no answer here").verdict == "no_answer"
+    assert grader.grade(p, fenced("x" * 200_000)).verdict == "too_long"
+    v = grader.grade(p, fenced("print(0)"))  # right only where all digits are equal
+    assert (v.verdict, v.correct, v.pass_fraction) == ("wrong_answer", False, 0.4)
+    assert grader.grade(p, fenced("while True: pass")).verdict == "timeout"
+    with pytest.raises(ValueError, match="needs a code problem"):
+        grader.grade(Problem(id="m", question="1+1?", answer="2"), fenced("print(2)"))
+
+
+def test_problem_time_limit_is_used():
+    p = Problem(id="slow", question="q", domain="code", tests=[{"input": "", "output": "1"}],
+                metadata={"time_limit": 0.3})
+    nap = fenced("import time\ntime.sleep(0.6)\nprint(1)")
+    assert CodeGrader(SandboxConfig(timeout=2.0)).grade(p, nap).verdict == "passed"
+    assert CodeGrader(SandboxConfig(timeout=2.0), use_problem_limits=True).grade(p, nap).verdict == "timeout"
+
+
+def test_registered_as_the_default_code_grader(easy):
+    p = easy["vowel_shift"]
+    assert default_grader().grade(p, p.solution).verdict == "passed"
+
+
+def test_a_code_episode_pays_the_conversion_bonus(easy):
+    """A wrong draft, then a challenger that reads its approach and solves it: c(a)=0, c(b)=1."""
+    p = easy["clock_add"]
+    e = agon_env.env(domain="code", problems=[p])
+    e.reset(seed=0)
+    drafter = e.agent_selection
+    draft = ("<think>minutes mod 1440</think>Convert to minutes, add m, reduce mod 1440, format HH:MM.\n"
+             + fenced("h, m = map(int, input().split(':'))\nprint(h, m)"))
+    e.step(draft)
+    challenger = e.agent_selection
+    shown = e.observe(challenger)["summary"]
+    assert "reduce mod 1440" in shown and "print(h, m)" not in shown
+    e.step(p.solution)
+    ra, rb = e.rewards[drafter], e.rewards[challenger]
+    assert e.infos[drafter]["verdict"] == "wrong_answer" and e.infos[challenger]["verdict"] == "passed"
+    assert (ra, rb) == (0.5, 3.5)  # drafter: λφ; challenger: 2 + conversion 1 + λφ
+    assert e.infos[challenger]["pass_fraction"] == 1.0
