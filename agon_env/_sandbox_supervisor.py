@@ -247,12 +247,10 @@ def _run_test(job, test, work, io, root_pid):
     size = os.path.getsize(paths["out"])
     if timed_out or rc in (-signal.SIGXCPU, -signal.SIGKILL):
         verdict = "timeout"
-    elif size > job["output_limit"] or rc == -signal.SIGXFSZ or "File too large" in err:
+    elif size > job["output_limit"] or (rc != 0 and (rc == -signal.SIGXFSZ or "File too large" in err)):
         verdict = "output_limit"
-    elif "MemoryError" in err or "Cannot allocate memory" in err:
-        verdict = "memory"
-    elif rc != 0:
-        verdict = "runtime_error"
+    elif rc != 0:  # stderr only explains a failure: a passing program may print anything there
+        verdict = "memory" if "MemoryError" in err or "Cannot allocate memory" in err else "runtime_error"
     else:
         with open(paths["out"], encoding="utf-8", errors="replace") as f:
             got = f.read()

@@ -16,9 +16,9 @@ Verdicts: passed, wrong_answer, timeout, memory, runtime_error, output_limit,
 sandbox_error. A run's verdict is `passed` if every test passed, else the verdict of its
 first failing test.
 
-Isolation: `namespace` (Linux, root): fresh PID, mount and network namespaces, every
+Isolation: `namespace` (Linux, root): PID, mount, network, IPC and UTS namespaces, every
 mount read-only, the repository and home directories hidden, a private tmpfs /tmp,
-and an unprivileged uid per worker slot. `process` (anywhere else): rlimits, a private
+and an unprivileged uid per worker slot; one supervisor per slot stays warm between runs. `process` (anywhere else): rlimits, a private
 temporary directory, a new session, a Python audit hook against sockets, processes
 and ctypes, and a sweep of leftovers by an environment marker. `auto` picks the first.
 """
@@ -147,6 +147,7 @@ class _Slot:
         self.workdir: str | None = None
         self.marker = uuid.uuid4().hex
         self.writable: tuple[str, ...] = ()
+        self.owner = os.getpid()
 
     def _settings(self) -> dict:
         c, ns = self.sandbox.config, self.sandbox.isolation == "namespace"
@@ -164,6 +165,7 @@ class _Slot:
 
     def _start(self) -> None:
         ns = self.sandbox.isolation == "namespace"
+        self.owner = os.getpid()
         if not ns:
             self.workdir = tempfile.mkdtemp(prefix="agon-sandbox-")
         cmd = (_UNSHARE if ns else []) + [_base_python(), "-I", "-S", _SUPERVISOR]
@@ -191,6 +193,8 @@ class _Slot:
         return json.loads(line)
 
     def run(self, code: str, tests: list[dict]) -> RunResult:
+        if self.owner != os.getpid():  # a forked copy: the warm supervisor is the parent's
+            self.proc, self.workdir = None, None
         if self.proc is None or self.proc.poll() is not None:
             self.close()
             self._start()
@@ -206,6 +210,8 @@ class _Slot:
         return _summarise(reply["results"], len(tests), self.writable)
 
     def close(self) -> None:
+        if self.owner != os.getpid():
+            return  # never stop a parent's supervisor from a forked child
         if self.proc is not None:
             try:  # unshare --kill-child takes the whole namespace with it
                 os.killpg(self.proc.pid, signal.SIGKILL)

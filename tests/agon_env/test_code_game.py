@@ -5,6 +5,7 @@ import pytest
 
 import agon_env
 from agon_env.code_grader import CodeGrader, extract_code
+from agon_env.game import AgonGame
 from agon_env.grading import default_grader
 from agon_env.rules import summarize, withhold_code
 from agon_env.sandbox import SandboxConfig
@@ -99,3 +100,16 @@ def test_a_code_episode_pays_the_conversion_bonus(easy):
     assert e.infos[drafter]["verdict"] == "wrong_answer" and e.infos[challenger]["verdict"] == "passed"
     assert (ra, rb) == (0.5, 3.5)  # drafter: λφ; challenger: 2 + conversion 1 + λφ
     assert e.infos[challenger]["pass_fraction"] == 1.0
+
+
+def test_the_learners_game_object_on_code(easy):
+    """What agon_grpo/grpo call: prompts, summaries and scores through AgonGame(domain="code")."""
+    p = easy["even_minus_odd"]
+    game = AgonGame(domain="code")
+    draft = "<think>t</think>Signed sum by parity.\n```python\nprint(0)\n```\n" + fenced("print(0)")
+    (prompt,) = game.challenger_prompts([p], [draft])
+    assert "Signed sum by parity." in prompt and "print(0)" not in prompt
+    (res,) = game.score([p], [draft], [p.solution])
+    assert res.converted and res.challenger_info["pass_fraction"] == 1.0
+    rewards, verdicts = game.grade_solo([p, p], [draft, p.solution])
+    assert rewards == [0.5, 2.5] and [v.verdict for v in verdicts] == ["wrong_answer", "passed"]

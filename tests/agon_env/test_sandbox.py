@@ -74,6 +74,11 @@ def test_call_based(sandbox):
     assert r.verdict == "runtime_error" and "no function 'add'" in r.tests[0]["stderr"]
 
 
+def test_stderr_never_changes_a_passing_verdict(sandbox):
+    code = "import sys\nsys.stderr.write('MemoryError File too large')\n" + CORRECT
+    assert run(sandbox, code).verdict == "passed"
+
+
 def test_float_tolerance_only_for_float_answers(sandbox):
     assert run(sandbox, "print(0.3333333)", [{"input": "", "output": "0.333333333\n"}]).verdict == "passed"
     assert run(sandbox, "print(3.0000001)", [{"input": "", "output": "3\n"}]).verdict == "wrong_answer"
@@ -224,6 +229,32 @@ def test_batch_runs_in_parallel_and_isolates_failures():
     results = sb.run_batch(jobs)
     assert time.monotonic() - t0 < 0.6 * 4 + 1.0  # the four naps overlap
     assert [r.verdict for r in results] == ["passed"] * 4 + ["timeout", "runtime_error"]
+    sb.close()
+
+
+def test_a_killed_supervisor_is_a_sandbox_error_and_is_replaced():
+    sb = Sandbox(SandboxConfig(timeout=5.0, workers=1))
+    assert sb.run(CORRECT, ADD).verdict == "passed"
+    slot = sb._all[0]
+    killer = threading.Timer(0.5, lambda: os.killpg(slot.proc.pid, signal.SIGKILL))
+    killer.start()
+    t0 = time.monotonic()
+    r = sb.run("import time\ntime.sleep(4)", ADD)
+    assert r.verdict == "sandbox_error" and "exited" in r.error and time.monotonic() - t0 < 3
+    assert sb.run(CORRECT, ADD).verdict == "passed"
+    sb.close()
+
+
+def test_a_forked_copy_starts_its_own_supervisor():
+    sb = Sandbox(SandboxConfig(workers=1))
+    assert sb.run(CORRECT, ADD).verdict == "passed"
+    pid = os.fork()
+    if pid == 0:  # child: must not talk to (or stop) the parent's warm supervisor
+        ok = sb.run(CORRECT, ADD).verdict == "passed"
+        sb.close()
+        os._exit(0 if ok else 1)
+    assert os.waitpid(pid, 0)[1] == 0
+    assert sb.run(CORRECT, ADD).verdict == "passed"
     sb.close()
 
 
