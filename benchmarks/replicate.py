@@ -1,0 +1,391 @@
+"""The paper's comparison table (Table 3) at our scale, from one command.
+
+    python -m benchmarks.replicate            # full run: every method, 3 seeds (about 2 h on 2 CPU cores)
+    python -m benchmarks.replicate --quick    # smoke test: every method, 1 seed, a few steps (< 90 s)
+
+Every method gets the same rollout compute, 2N rollouts per problem per optimizer step, on
+the held-out hard tier, for `--seeds` seeds:
+
+- zero-shot: model A untrained (GRPO's "before" row);
+- GRPO with G = 2N;
+- self-refinement and the GRPO two-pass self-cascade: the GRPO model revises its own
+  answer, or reads its own draft's summary (`baselines.single_model`);
+- MoA untrained: both untrained models propose, A aggregates (`baselines.moa`);
+- shared opponent, cooperative, Agon, and the ablations margin reward and fixed roles
+  (`baselines.agon_grpo`), each reported as its cascade in the direction chosen on the
+  validation split, per seed; "Agon: drafter alone" is that direction's drafter by itself.
+
+pass@1 pools problems × samples × seeds as Bernoulli trials (95% Clopper-Pearson); the
+per-seed values are listed beside it. Wall time and rollouts are per method, summed over
+seeds, so compute parity is visible. Jobs (one per method and seed) run in `--jobs`
+processes; each writes its learner's run directory and a log under `--runs-dir`.
+Outputs: `benchmarks/results/<name>.{json,md}` and `<name>_pass_at_1.png`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import multiprocessing as mp
+import time
+from collections import defaultdict
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import tyro
+from tqdm import tqdm
+
+from baselines import agon_grpo, grpo
+from baselines.common import CommonArgs, load_split, seed_everything
+from baselines.evaluate import clopper_pearson
+
+from .report import RESULTS, write_report
+
+# Trained methods: (learner, learner options beyond the shared budget).
+TRAINED = {
+    "GRPO": ("grpo", {}),
+    "shared opponent": ("agon", {"shared_opponent": True}),
+    "cooperative": ("agon", {"reward": "cooperative"}),
+    "Agon": ("agon", {}),
+    "margin reward (ablation)": ("agon", {"reward": "margin"}),
+    "fixed roles (ablation)": ("agon", {"fixed_roles": True}),
+}
+# Table rows in the paper's order, ablations last.
+ORDER = ["zero-shot", "GRPO", "self-refinement", "GRPO two-pass self-cascade", "MoA untrained", "shared opponent",
+         "cooperative", "Agon", "Agon: drafter alone", "margin reward (ablation)", "fixed roles (ablation)"]
+JOB_OVERHEAD_S = 6.0  # model loading, TensorBoard and plots per job: an assumption, not a measurement
+
+
+def cpu_budget() -> CommonArgs:
+    """The learners' shared options, sized so the full table takes about 2 h on 2 CPU cores."""
+    return CommonArgs(steps=60, problems_per_step=4, eval_problems=300, eval_samples=2, eval_every=20,
+                      max_new_tokens=64, threads=1, progress=False)
+
+
+@dataclass
+class Args:
+    """Every method of the paper's table at equal rollout compute, several seeds."""
+
+    quick: bool = False
+    """smoke test for `make test`: 1 seed, 2 steps, 4 problems, 24 tokens (overrides the budget)"""
+    seeds: int = 3
+    """seeds per method (0, 1, ...)"""
+    group_size: int = 4
+    """N: Agon's drafts per problem per step; every method gets 2N rollouts per problem per step"""
+    moa_k: int = 4
+    """MoA proposals per problem (split over both models)"""
+    jobs: int = 2
+    """jobs run in parallel processes (1: in this process)"""
+    runs_dir: str = "runs/replicate"
+    """parent of every job's run directory and log"""
+    results_dir: str = str(RESULTS)
+    """where <name>.json, <name>.md and the plot go"""
+    name: str = "replicate"
+    """results file stem (--quick makes it replicate_quick)"""
+    learner: CommonArgs = field(default_factory=cpu_budget)
+    """what every learner and evaluation shares: model, data, sampling, optimiser, steps, evaluation size"""
+
+    def budget(self) -> "Args":
+        if not self.quick:
+            return self
+        name = "replicate_quick" if self.name == "replicate" else self.name
+        runs = "runs/replicate_quick" if self.runs_dir == "runs/replicate" else self.runs_dir
+        small = replace(self.learner, steps=2, problems_per_step=2, eval_problems=4, eval_samples=1, eval_every=0,
+                        max_new_tokens=24)
+        return replace(self, seeds=1, group_size=2, moa_k=2, jobs=1, name=name, runs_dir=runs, learner=small)
+
+    def validate(self) -> None:
+        for f in ("seeds", "jobs", "moa_k"):
+            if getattr(self, f) < 1:
+                raise SystemExit(f"error: --{f.replace('_', '-')} must be at least 1, got {getattr(self, f)}")
+        self.learner.validate("group-size", self.group_size)
+        if self.learner.resume:
+            raise SystemExit("error: --learner.resume is not supported here; every job starts fresh")
+
+
+# ---------------------------------------------------------------- jobs (each runs in a worker process)
+def learner_args(cfg: Args, method: str, seed: int):
+    learner, options = TRAINED[method]
+    # The final checkpoint holds the trained weights that the self-refinement job reads back.
+    shared = {**asdict(cfg.learner), "seed": seed, "out_dir": cfg.runs_dir, "run_name": f"{learner}-{slug(method)}-s{seed}",
+              "checkpoint_every": cfg.learner.steps, "progress": False}
+    if learner == "grpo":  # GRPO trains model A of the pair
+        shared["model"] = cfg.learner.model.split(",")[0]
+        return grpo.Args(**shared, rollouts_per_problem=2 * cfg.group_size)
+    return agon_grpo.Args(**shared, group_size=cfg.group_size, **options)
+
+
+def slug(method: str) -> str:
+    return method.split(" (")[0].replace(" ", "_")
+
+
+def train_job(cfg: Args, method: str, seed: int, **_) -> dict:
+    """Train one method; its reported rows come from the learner's own final evaluation."""
+    args = learner_args(cfg, method, seed)
+    summary = (grpo if TRAINED[method][0] == "grpo" else agon_grpo).main(args)
+    run_dir = Path(args.out_dir) / args.run_name
+    history = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines() if x.strip()]
+    before, after = ({r["method"]: r for r in summary[k]} for k in ("before", "after"))
+    if method == "GRPO":
+        key, direction, rows = "GRPO", None, {"zero-shot": before["GRPO"], "GRPO": after["GRPO"]}
+    else:  # a pair: the cascade in the direction chosen on validation
+        key = direction = summary["direction"]
+        rows = {method: after[direction]}
+        if method == "Agon":
+            rows["Agon: drafter alone"] = after[direction.split("→")[0]]
+    curve = [(0, before[key]["pass@1"])] + [(r["step"], r[f"eval/{key}"]) for r in history if f"eval/{key}" in r]
+    return {"rows": rows, "curve": curve, "direction": direction, "run_dir": str(run_dir),
+            "train_rollouts": cfg.learner.steps * cfg.learner.problems_per_step * 2 * cfg.group_size,
+            "train_wall_s": sum(r.get("step_time", 0.0) for r in history)}
+
+
+def self_job(cfg: Args, seed: int, grpo_run: str, **_) -> dict:
+    """Self-refinement and the two-pass self-cascade of seed `seed`'s trained GRPO model."""
+    from baselines.cascade import load_run, run_args
+    from baselines.single_model import evaluate_self_cascade, evaluate_self_refine
+
+    common = run_args(grpo_run)
+    seed_everything(seed, common.threads)
+    policy = load_run(grpo_run, common.device, common.backend)["GRPO"]
+    test = load_split(common, "test", common.eval_tier, common.eval_problems)
+    ecfg, game = replace(common.eval_config(), greedy=False), common.game()
+    rows, walls = {}, {}
+    for name, evaluate in (("self-refinement", evaluate_self_refine), ("GRPO two-pass self-cascade", evaluate_self_cascade)):
+        t0 = time.perf_counter()
+        rows[name] = evaluate(policy, test, game, ecfg)
+        walls[name] = time.perf_counter() - t0
+    return {"rows": rows, "row_wall_s": walls}
+
+
+def moa_job(cfg: Args, seed: int, **_) -> dict:
+    """Untrained MoA on the base pair: both models propose, A aggregates."""
+    from baselines.moa import MoAConfig, evaluate_moa
+    from baselines.policy import load_pair
+
+    common = replace(cfg.learner, seed=seed)
+    seed_everything(seed, common.threads)
+    a, b = load_pair(common.model, lora_rank=common.lora_rank, device=common.device, backend=common.backend, seed=seed,
+                     reference=False)
+    test = load_split(common, "test", common.eval_tier, common.eval_problems)
+    row = evaluate_moa({"A": a, "B": b}, test, common.game(), MoAConfig(k=cfg.moa_k),
+                       replace(common.eval_config(), greedy=False))
+    return {"rows": {"MoA untrained": row}}
+
+
+KINDS = {"train": train_job, "self": self_job, "moa": moa_job}
+
+
+def run_job(job: dict) -> dict:
+    """Run one job with its output in its own log file; returns its result plus wall time."""
+    t0 = time.perf_counter()
+    Path(job["log"]).parent.mkdir(parents=True, exist_ok=True)
+    with open(job["log"], "w") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+        result = KINDS[job["kind"]](**job)
+    return {**result, "job": job["id"], "kind": job["kind"], "seed": job["seed"], "wall_s": time.perf_counter() - t0}
+
+
+# ---------------------------------------------------------------- the time estimate
+def job_completions(cfg: Args, job: dict) -> tuple[int, int]:
+    """(training rollouts, evaluation completions) a job will sample, counted from the protocol."""
+    L = cfg.learner
+    P, S, K = L.eval_problems, L.eval_samples, min(100, L.eval_problems)
+    periodic = (L.steps - 1) // L.eval_every if L.eval_every else 0
+    if job["kind"] == "moa":
+        return 0, P * S * (cfg.moa_k + 1)
+    if job["kind"] == "self":
+        return 0, 2 * 2 * P * S
+    rollouts = L.steps * L.problems_per_step * 2 * cfg.group_size
+    if job["method"] == "GRPO":  # before and after with greedy, plus the periodic slices
+        return rollouts, 2 * P * (S + 1) + periodic * K * S
+    # both models alone and both cascades (2 stages), before and after; validation cascades; periodic slices
+    return rollouts, 2 * 6 * P * (S + 1) + 4 * P * S + periodic * 6 * K * S
+
+
+def calibrate(cfg: Args) -> tuple[float, float]:
+    """Seconds per training rollout (sample, grade, update) and per evaluation completion,
+    measured on one real GRPO step and one small evaluation in this process."""
+    from baselines.common import make_optimizer
+    from baselines.evaluate import evaluate_single
+    from baselines.policy import load_pair
+
+    args = learner_args(cfg, "GRPO", 0)
+    seed_everything(0, args.threads)
+    game = args.game()
+    policy = load_pair(cfg.learner.model, lora_rank=args.lora_rank, device=args.device, backend=args.backend,
+                       reference=False, seed=0)[0]
+    opt, sched = make_optimizer(policy, args)
+    train = load_split(args, "train", args.train_tiers)
+    test = load_split(args, "test", args.eval_tier, 64)
+    grpo.grpo_step(0, args, game, train, policy, opt, sched)  # warm-up: first calls pay one-off costs
+    t0 = time.perf_counter()
+    grpo.grpo_step(1, args, game, train, policy, opt, sched)
+    per_rollout = (time.perf_counter() - t0) / (args.problems_per_step * 2 * cfg.group_size)
+    t0 = time.perf_counter()
+    evaluate_single(policy, test, game, replace(args.eval_config(), greedy=False))
+    return per_rollout, (time.perf_counter() - t0) / (len(test) * args.eval_samples)
+
+
+# ---------------------------------------------------------------- the table
+def pct(x: float) -> str:
+    return f"{100 * x:.1f}"
+
+
+def table(results: list[dict], cfg: Args) -> list[dict]:
+    """One row per method: pooled pass@1 with its interval, per-seed values, length, compute."""
+    by_method: dict[str, list[tuple[dict, dict]]] = defaultdict(list)
+    for res in results:
+        for method, row in res["rows"].items():
+            by_method[method].append((res, row))
+    grpo_by_seed = {res["seed"]: res for res in results if "GRPO" in res["rows"]}
+    rows = []
+    for method in [m for m in ORDER if m in by_method]:
+        runs = sorted(by_method[method], key=lambda x: x[0]["seed"])
+        k = sum(round(r["pass@1"] * r["n"]) for _, r in runs)
+        n = sum(r["n"] for _, r in runs)
+        lo, hi = clopper_pearson(k, n)
+        trained = "train_rollouts" in runs[0][0] and method != "zero-shot"
+        inherits = method in ("self-refinement", "GRPO two-pass self-cascade")
+        train_rollouts = sum(res["train_rollouts"] for res, _ in runs) if trained else \
+            sum(grpo_by_seed[res["seed"]]["train_rollouts"] for res, _ in runs) if inherits else 0
+        train_wall = sum(res["train_wall_s"] for res, _ in runs) if trained else \
+            sum(grpo_by_seed[res["seed"]]["train_wall_s"] for res, _ in runs) if inherits else 0.0
+        eval_wall = sum(res.get("row_wall_s", {}).get(method, res["wall_s"]) for res, _ in runs)
+        calls = runs[0][1].get("calls_per_answer", 2 if "→" in runs[0][1]["method"] or inherits else 1)
+        rows.append({
+            "method": method,
+            "pass@1 % [95% CI]": f"{pct(k / max(n, 1))} [{pct(lo)}, {pct(hi)}]",
+            "per seed": " / ".join(pct(r["pass@1"]) for _, r in runs),
+            "length (tokens)": f"{sum(r['mean_length'] * r['n'] for _, r in runs) / max(n, 1):.1f}",
+            "calls/answer": calls,
+            "rollouts/problem/step": 2 * cfg.group_size if trained or inherits else 0,
+            "train rollouts": train_rollouts,
+            "train wall (s)": f"{train_wall:.0f}",
+            "total wall (s)": "in GRPO" if method == "zero-shot" else
+            "in Agon" if method == "Agon: drafter alone" else f"{eval_wall + (train_wall if inherits else 0):.0f}",
+            "conversion / keep": " / ".join(f"{sum(r[x] for _, r in runs) / len(runs):.2f}" for x in ("conversion", "keep"))
+            if "conversion" in runs[0][1] else "",
+            "direction (validation)": ", ".join(res["direction"] for res, _ in runs) if runs[0][0].get("direction") else "",
+            "_k": k, "_n": n, "_ci": (lo, hi),
+        })
+    return rows
+
+
+def comparisons(rows: list[dict]) -> list[str]:
+    """The two questions the issue asks, answered from the pooled numbers."""
+    by = {r["method"]: r for r in rows}
+    out = []
+    for a, b in (("Agon", "GRPO"), ("MoA untrained", "zero-shot"), ("Agon", "zero-shot"), ("GRPO", "zero-shot")):
+        if a in by and b in by:
+            pa, pb = by[a]["_k"] / by[a]["_n"], by[b]["_k"] / by[b]["_n"]
+            overlap = by[a]["_ci"][0] <= by[b]["_ci"][1] and by[b]["_ci"][0] <= by[a]["_ci"][1]
+            out.append(f"{a} − {b}: {100 * (pa - pb):+.1f} points; the 95% intervals "
+                       f"{'overlap' if overlap else 'do not overlap'}.")
+    return out
+
+
+def plot(results: list[dict], rows: list[dict], path: Path) -> Path:
+    """pass@1 over training per trained method (mean over seeds), with the untrained baselines as lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    for method in TRAINED:
+        curves = [dict(r["curve"]) for r in results if method in r["rows"] and "curve" in r]
+        steps = sorted(set.intersection(*(set(c) for c in curves))) if curves else []
+        if steps:
+            ax.plot(steps, [100 * sum(c[s] for c in curves) / len(curves) for s in steps], marker="o", ms=3, label=method)
+    for row in rows:
+        if row["method"] in ("zero-shot", "MoA untrained"):
+            ax.axhline(100 * row["_k"] / row["_n"], ls="--", lw=1, color="grey" if row["method"] == "zero-shot" else "black",
+                       label=f"{row['method']} (untrained)")
+    ax.set(xlabel="optimizer step", ylabel="held-out pass@1 (%)",
+           title="pass@1 over training (mean over seeds; pairs: validation-chosen cascade)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+# ---------------------------------------------------------------- the run
+def main(args: Args) -> dict:
+    cfg = args.budget()
+    cfg.validate()
+    t_start = time.perf_counter()
+    jobs = [{"id": f"{slug(m)}-s{s}", "kind": "train", "method": m, "seed": s} for s in range(cfg.seeds) for m in TRAINED]
+    jobs += [{"id": f"moa-s{s}", "kind": "moa", "method": "MoA untrained", "seed": s} for s in range(cfg.seeds)]
+    jobs.sort(key=lambda j: j["method"] != "GRPO")  # GRPO first: the self jobs wait on it
+    for j in jobs:
+        j.update(cfg=cfg, log=str(Path(cfg.runs_dir) / f"{j['id']}.log"))
+    self_jobs = {s: {"id": f"self-s{s}", "kind": "self", "method": "self", "seed": s, "cfg": cfg,
+                     "log": str(Path(cfg.runs_dir) / f"self-s{s}.log")} for s in range(cfg.seeds)}
+
+    per_rollout, per_completion = calibrate(cfg)
+    counts = [job_completions(cfg, j) for j in jobs + list(self_jobs.values())]
+    serial = sum(r * per_rollout + e * per_completion + JOB_OVERHEAD_S for r, e in counts)
+    estimate = serial / min(cfg.jobs, len(counts))
+    print(f"replicate: {len(counts)} jobs ({len(TRAINED)} trained methods + MoA + self-refinement/self-cascade, "
+          f"{cfg.seeds} seed(s)) in {cfg.jobs} process(es); measured {1e3 * per_rollout:.1f} ms per training rollout, "
+          f"{1e3 * per_completion:.1f} ms per evaluation completion; estimated {estimate / 60:.1f} min", flush=True)
+
+    results, bar = [], tqdm(total=len(counts), desc="replicate", unit="job", dynamic_ncols=True)
+
+    def done(res: dict) -> dict | None:
+        results.append(res)
+        bar.update()
+        bar.set_postfix_str(f"{res['job']} in {res['wall_s']:.0f}s")
+        if res["kind"] == "train" and "GRPO" in res["rows"]:  # its trained model can now be read back
+            return {**self_jobs[res["seed"]], "grpo_run": res["run_dir"]}
+        return None
+
+    if cfg.jobs == 1:
+        queue = list(jobs)
+        while queue:
+            follow = done(run_job(queue.pop(0)))
+            queue += [follow] if follow else []
+    else:
+        with ProcessPoolExecutor(cfg.jobs, mp_context=mp.get_context("spawn")) as pool:
+            pending = {pool.submit(run_job, j) for j in jobs}
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for f in finished:
+                    follow = done(f.result())
+                    if follow:
+                        pending.add(pool.submit(run_job, follow))
+    bar.close()
+    wall = time.perf_counter() - t_start
+
+    rows = table(results, cfg)
+    results_dir = Path(cfg.results_dir)
+    results_dir.mkdir(parents=True, exist_ok=True)
+    png = plot(results, rows, results_dir / f"{cfg.name}_pass_at_1.png")
+    L = cfg.learner
+    notes = [
+        f"Setting: model {L.model!r}, held-out {L.eval_tier} tier, {L.eval_problems} test problems × {L.eval_samples} "
+        f"samples × {cfg.seeds} seed(s) pooled per row (95% Clopper-Pearson; samples of one problem are correlated, "
+        f"so the intervals are somewhat optimistic). {L.steps} steps × {L.problems_per_step} problems, "
+        f"N = {cfg.group_size}: every trained method samples 2N = {2 * cfg.group_size} rollouts per problem per step.",
+        "Pairs are reported as the cascade in the direction chosen per seed on the validation split; the test "
+        "split plays no part in that choice.",
+        "Self-refinement and the self-cascade run on the trained GRPO model (its training compute is listed); "
+        "zero-shot is GRPO's model before training. Total wall includes each learner's own evaluations.",
+        *comparisons(rows),
+        f"Wall time: estimated {estimate / 60:.1f} min, actual {wall / 60:.1f} min ({cfg.jobs} process(es), "
+        f"{L.threads} thread(s) each).",
+    ]
+    public = [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows]
+    jpath, mpath = write_report(cfg.name, "Agon and the paper's baselines at our scale (Table 3 shape)", public, notes,
+                                {"config": asdict(cfg), "estimated_s": estimate, "wall_s": wall, "results": results},
+                                out_dir=results_dir)
+    with mpath.open("a") as f:
+        f.write(f"\n![pass@1 over training]({png.name})\n")
+    print(f"outputs: {jpath}, {mpath}, {png}; run directories and logs in {cfg.runs_dir}/")
+    return {"rows": rows, "estimated_s": estimate, "wall_s": wall, "json": str(jpath), "md": str(mpath), "plot": str(png)}
+
+
+if __name__ == "__main__":
+    main(tyro.cli(Args))

@@ -1,0 +1,108 @@
+"""Cascade inference: Clopper-Pearson, direction chosen on validation only, run loading, self-refinement."""
+
+import json
+
+import pytest
+import torch
+
+from agon_env.game import AgonGame
+from agon_env.grading import ExactMatchGrader
+from baselines.cascade import cascade_report, load_run
+from baselines.evaluate import EvalConfig, clopper_pearson
+from baselines.policy import Generation, Policy
+from baselines.single_model import evaluate_self_cascade, evaluate_self_refine, refine_game
+from problems.record import Problem
+
+
+class ScriptedPolicy(Policy):
+    """A policy whose completion is a function of the prompt; it records every prompt it sees."""
+
+    def __init__(self, name, answer):
+        self.name, self.answer, self.seen = name, answer, []
+
+    def generate(self, prompts, n=1, params=None, seed=None):
+        self.seen += list(prompts)
+        out = []
+        for p in prompts:
+            text = self.answer(p)
+            out.append([Generation(p, text, [0], [1] * len(text), [0.0] * len(text), True) for _ in range(n)])
+        return out
+
+
+def ans(x):
+    return f"<answer>{x}</answer>"
+
+
+@pytest.mark.parametrize("k,n,lo,hi", [(0, 10, 0.0, 0.3085), (5, 10, 0.1871, 0.8129), (10, 10, 0.6915, 1.0),
+                                       (1, 20, 0.0013, 0.2487)])
+def test_clopper_pearson_known_values(k, n, lo, hi):
+    got = clopper_pearson(k, n)
+    assert got == pytest.approx((lo, hi), abs=1e-4)
+
+
+def test_direction_is_chosen_on_validation_even_when_test_disagrees():
+    game = AgonGame(template="compact", grader=ExactMatchGrader())
+    validation = [Problem(id=f"v{i}", question=f"v{i}", answer="1") for i in range(5)]
+    test = [Problem(id=f"t{i}", question=f"t{i}", answer="1") for i in range(5)]
+
+    # Both draft wrongly. As answerer (prompt starts with the draft, "D:"), B is right only on
+    # validation problems and A only on test ones: validation prefers A→B, test prefers B→A.
+    def answerer(right_on):
+        return lambda p: ans(1) if p.startswith("D:") and f"Q:{right_on}" in p else ans(0)
+
+    a, b = ScriptedPolicy("A", answerer("t")), ScriptedPolicy("B", answerer("v"))
+    report = cascade_report(a, b, validation, test, game, EvalConfig(samples=2, greedy=False))
+    rows = {r["method"]: r for r in report["test"]}
+    assert rows["B→A"]["pass@1"] == 1.0 and rows["A→B"]["pass@1"] == 0.0  # test would have chosen B→A
+    assert report["direction"] == "A→B"
+    assert report["chosen"]["method"] == "A→B" and report["chosen"]["pass@1"] == 0.0
+    assert [r["pass@1"] for r in report["validation"]] == [1.0, 0.0]
+    assert {r["method"] for r in report["test"]} == {"A", "B", "A→B", "B→A"}  # each model alone too
+
+
+def test_validation_choice_is_made_before_any_test_prompt():
+    """Spy on the order of prompts: every validation question is seen before any test one."""
+    game = AgonGame(template="compact", grader=ExactMatchGrader())
+    validation = [Problem(id="v", question="v0", answer="1")]
+    test = [Problem(id="t", question="t0", answer="1")]
+    a, b = ScriptedPolicy("A", lambda p: ans(1)), ScriptedPolicy("B", lambda p: ans(0))
+    cascade_report(a, b, validation, test, game, EvalConfig(samples=1, greedy=False))
+    for pol in (a, b):
+        kinds = ["t" if "Q:t" in p else "v" for p in pol.seen]
+        assert kinds == sorted(kinds, key=lambda k: k == "t"), f"{pol.name} saw a test prompt before validation ended"
+    assert any("Q:t" in p for p in a.seen) and any("Q:t" in p for p in b.seen)
+
+
+def test_self_refine_shows_the_answer_and_self_cascade_withholds_it():
+    game = AgonGame(template="compact", grader=ExactMatchGrader())
+    problems = [Problem(id="p", question="2+2", answer="4")]
+    draft = "<think>private</think>work shown" + ans(5)
+    pol = ScriptedPolicy("M", lambda p: ans(4) if p.startswith("D:") else draft)
+    refine = evaluate_self_refine(pol, problems, game, EvalConfig(samples=1, greedy=False))
+    second = [p for p in pol.seen if p.startswith("D:")]
+    assert second == ["D:work shown<answer>5</answer>\nQ:2+2\nA:"]  # thinking dropped, own answer kept
+    assert refine["method"] == "M self-refine" and refine["pass@1"] == 1.0 and refine["conversion"] == 1.0
+    pol.seen.clear()
+    evaluate_self_cascade(pol, problems, game, EvalConfig(samples=1, greedy=False))
+    assert [p for p in pol.seen if p.startswith("D:")] == ["D:work shown\nQ:2+2\nA:"]  # the challenger channel
+    assert "earlier solution" in refine_game(AgonGame(grader=ExactMatchGrader())).challenger_prompts(problems, [draft])[0]
+
+
+def _fake_run(tmp_path, steps, ckpt_step):
+    (tmp_path / "config.json").write_text(json.dumps({"steps": steps, "model": "tiny", "policy": "a", "seed": 0,
+                                                      "lora_rank": 16}))
+    (tmp_path / "metrics.jsonl").write_text("")
+    (tmp_path / "checkpoint").mkdir()
+    torch.save({"step": ckpt_step, "params": {}}, tmp_path / "checkpoint" / "state.pt")
+    return tmp_path
+
+
+def test_load_run_refuses_a_checkpoint_that_is_not_final(tmp_path):
+    with pytest.raises(SystemExit, match="step 2 of 4"):
+        load_run(_fake_run(tmp_path, steps=4, ckpt_step=2))
+
+
+def test_load_run_names_a_missing_checkpoint(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"steps": 4}))
+    with pytest.raises(SystemExit, match="no checkpoint/state.pt"):
+        load_run(tmp_path)
