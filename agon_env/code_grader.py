@@ -18,7 +18,6 @@ are the sandbox's (`agon_env.sandbox`). Verdict words: the sandbox's, plus `no_a
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from typing import Sequence
 
 from .grading import Verdict, register_grader
@@ -56,18 +55,13 @@ class CodeGrader:
 
     def __init__(self, config: SandboxConfig = SandboxConfig(), use_problem_limits: bool = False,
                  time_scale: float = 1.0, max_code_chars: int = 100_000):
-        self.config = config
+        self.sandbox = Sandbox(config)
         self.use_problem_limits, self.time_scale, self.max_code_chars = use_problem_limits, time_scale, max_code_chars
-        self._sandboxes: dict[float, Sandbox] = {}
 
-    def _sandbox(self, problem) -> Sandbox:
-        timeout = self.config.timeout
+    def _timeout(self, problem) -> float | None:
         if self.use_problem_limits and problem.metadata.get("time_limit"):
-            timeout = float(problem.metadata["time_limit"]) * self.time_scale
-        if timeout not in self._sandboxes:
-            cfg = self.config if timeout == self.config.timeout else replace(self.config, timeout=timeout)
-            self._sandboxes[timeout] = Sandbox(cfg)
-        return self._sandboxes[timeout]
+            return float(problem.metadata["time_limit"]) * self.time_scale
+        return None  # the sandbox config's
 
     def _precheck(self, problem, completion) -> tuple[str | None, Verdict | None]:
         if problem.domain != "code" or not problem.tests:
@@ -80,38 +74,28 @@ class CodeGrader:
             return None, Verdict(False, phi, code[:100], n, "too_long", 0.0)
         return code, None
 
-    @staticmethod
-    def _verdict(completion, code, run) -> Verdict:
-        return Verdict(run.passed, format_ok(completion), code, len(completion), run.verdict, run.pass_fraction)
-
     def grade(self, problem, completion: str) -> Verdict:
-        code, early = self._precheck(problem, completion)
-        if early is not None:
-            return early
-        return self._verdict(completion, code, self._sandbox(problem).run(code, problem.tests))
+        return self.grade_batch([problem], [completion])[0]
 
     def grade_batch(self, problems: Sequence, completions: Sequence[str]) -> list[Verdict]:
-        """All programs of the batch run in parallel (one sandbox per core)."""
+        """All programs of the batch run in parallel (one sandbox worker per core)."""
         if len(problems) != len(completions):
             raise ValueError(f"grade_batch needs equal lengths, got {len(problems)} and {len(completions)}")
         out: list[Verdict | None] = [None] * len(problems)
-        groups: dict[int, list[int]] = {}
+        todo: list[tuple[int, str]] = []
         for i, (p, c) in enumerate(zip(problems, completions)):
             code, early = self._precheck(p, c)
-            if early is not None:
-                out[i] = early
-            else:
-                groups.setdefault(id(self._sandbox(p)), []).append(i)
-        for idx in groups.values():
-            sb = self._sandbox(problems[idx[0]])
-            codes = [extract_code(completions[i]) for i in idx]
-            for i, code, run in zip(idx, codes, sb.run_batch([(c, problems[i].tests) for i, c in zip(idx, codes)])):
-                out[i] = self._verdict(completions[i], code, run)
+            if early is None:
+                todo.append((i, code))
+            out[i] = early
+        runs = self.sandbox.run_batch([(code, problems[i].tests, self._timeout(problems[i])) for i, code in todo])
+        for (i, code), run in zip(todo, runs):
+            out[i] = Verdict(run.passed, format_ok(completions[i]), code, len(completions[i]), run.verdict,
+                             run.pass_fraction)
         return out  # type: ignore[return-value]
 
     def close(self) -> None:
-        for sb in self._sandboxes.values():
-            sb.close()
+        self.sandbox.close()
 
 
 register_grader("code", CodeGrader)

@@ -192,15 +192,15 @@ class _Slot:
             return {"error": f"supervisor exited with status {self.proc.wait()}", "dead": True}
         return json.loads(line)
 
-    def run(self, code: str, tests: list[dict]) -> RunResult:
+    def run(self, code: str, tests: list[dict], timeout: float) -> RunResult:
         if self.owner != os.getpid():  # a forked copy: the warm supervisor is the parent's
             self.proc, self.workdir = None, None
         if self.proc is None or self.proc.poll() is not None:
             self.close()
             self._start()
         c = self.sandbox.config
-        budget = c.total_timeout + len(tests) * (c.timeout + 1.0) + 10.0
-        reply = self._ask({"code": code, "tests": tests}, budget)
+        budget = c.total_timeout + len(tests) * (timeout + 1.0) + 10.0
+        reply = self._ask({"code": code, "tests": tests, "timeout": timeout}, budget)
         if self.sandbox.isolation == "process":
             _sweep_marker(self.marker)
         if reply.get("dead"):
@@ -253,19 +253,23 @@ class Sandbox:
         self._lock = threading.Lock()
         atexit.register(self.close)
 
-    def run(self, code: str, tests: Sequence[dict]) -> RunResult:
-        """Run `code` against `tests`; never raises for anything the program does."""
+    def run(self, code: str, tests: Sequence[dict], timeout: float | None = None) -> RunResult:
+        """Run `code` against `tests` (per-test wall `timeout`, default the config's);
+        never raises for anything the program does."""
         check_tests(tests)
+        if timeout is not None and timeout <= 0:
+            raise ValueError(f"timeout must be positive, got {timeout}")
         slot = self._slots.get()
         try:
-            return slot.run(code, list(tests))
+            return slot.run(code, list(tests), timeout or self.config.timeout)
         finally:
             self._slots.put(slot)
 
-    def run_batch(self, jobs: Sequence[tuple[str, Sequence[dict]]]) -> list[RunResult]:
-        """Run (code, tests) pairs in parallel, `workers` at a time, results in order."""
-        for _, tests in jobs:
-            check_tests(tests)
+    def run_batch(self, jobs: Sequence[tuple]) -> list[RunResult]:
+        """Run (code, tests) or (code, tests, timeout) jobs in parallel, `workers` at a
+        time, results in order."""
+        for job in jobs:
+            check_tests(job[1])
         with self._lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="sandbox")
