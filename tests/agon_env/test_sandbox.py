@@ -128,9 +128,12 @@ def test_deleting_a_file_in_the_parent_directory(sandbox, tmp_path):
 def test_parent_environment_is_not_visible(sandbox, monkeypatch):
     secret = f"s3cret-{TOKEN}"
     monkeypatch.setenv("AGON_TEST_SECRET", secret)
-    code = "import os\nprint(os.environ.get('AGON_TEST_SECRET', 'none'))\nprint(sorted(os.environ))"
-    r = run(sandbox, code, [{"input": "", "output": secret}])
+    fresh = Sandbox(SandboxConfig(isolation=sandbox.isolation, workers=1))  # its supervisor starts now
+    r = run(fresh, "import os\nprint(os.environ.get('AGON_TEST_SECRET', 'none'))", [{"input": "", "output": secret}])
     assert r.verdict == "wrong_answer"
+    keys = "import os\nprint(*sorted(os.environ))"  # nothing but what the sandbox sets
+    assert run(fresh, keys, [{"input": "", "output": "AGON_SANDBOX HOME LANG PATH TMPDIR"}]).verdict == "passed"
+    fresh.close()
 
 
 def test_no_network_to_a_local_listener(sandbox):
