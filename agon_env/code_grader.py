@@ -47,21 +47,28 @@ class CodeGrader:
     Args:
         config: the sandbox's limits and isolation.
         use_problem_limits: take the time limit from `problem.metadata["time_limit"]`
-            (seconds, as the loaders store it) when it is there, times `time_scale`.
+            (seconds, as the loaders store it) times `time_scale`, and the memory limit
+            from `metadata["memory_limit_bytes"]` (never below `min_memory_mb`), where present.
         time_scale: multiplier on problem time limits (Python is slower than the C++ that
             contest limits are set for).
         max_code_chars: longer programs are graded wrong without running (`too_long`).
+        min_memory_mb: floor on problem memory limits (the interpreter's own address space
+            is a few hundred MiB of what a C++ limit assumes is the program's).
     """
 
     def __init__(self, config: SandboxConfig = SandboxConfig(), use_problem_limits: bool = False,
-                 time_scale: float = 1.0, max_code_chars: int = 100_000):
+                 time_scale: float = 1.0, max_code_chars: int = 100_000, min_memory_mb: int = 512):
         self.sandbox = Sandbox(config)
         self.use_problem_limits, self.time_scale, self.max_code_chars = use_problem_limits, time_scale, max_code_chars
+        self.min_memory_mb = min_memory_mb
 
-    def _timeout(self, problem) -> float | None:
-        if self.use_problem_limits and problem.metadata.get("time_limit"):
-            return float(problem.metadata["time_limit"]) * self.time_scale
-        return None  # the sandbox config's
+    def _limits(self, problem) -> tuple[float | None, int | None]:
+        """(timeout, memory_mb) for this problem; None means the sandbox config's."""
+        if not self.use_problem_limits:
+            return None, None
+        tl, mem = problem.metadata.get("time_limit"), problem.metadata.get("memory_limit_bytes")
+        return (float(tl) * self.time_scale if tl else None,
+                max(self.min_memory_mb, int(mem) // 2**20) if mem else None)
 
     def _precheck(self, problem, completion) -> tuple[str | None, Verdict | None]:
         if problem.domain != "code" or not problem.tests:
@@ -88,7 +95,7 @@ class CodeGrader:
             if early is None:
                 todo.append((i, code))
             out[i] = early
-        runs = self.sandbox.run_batch([(code, problems[i].tests, self._timeout(problems[i])) for i, code in todo])
+        runs = self.sandbox.run_batch([(code, problems[i].tests, *self._limits(problems[i])) for i, code in todo])
         for (i, code), run in zip(todo, runs):
             out[i] = Verdict(run.passed, format_ok(completions[i]), code, len(completions[i]), run.verdict,
                              run.pass_fraction)

@@ -192,7 +192,7 @@ class _Slot:
             return {"error": f"supervisor exited with status {self.proc.wait()}", "dead": True}
         return json.loads(line)
 
-    def run(self, code: str, tests: list[dict], timeout: float) -> RunResult:
+    def run(self, code: str, tests: list[dict], timeout: float, memory_mb: int) -> RunResult:
         if self.owner != os.getpid():  # a forked copy: the warm supervisor is the parent's
             self.proc, self.workdir = None, None
         if self.proc is None or self.proc.poll() is not None:
@@ -200,7 +200,7 @@ class _Slot:
             self._start()
         c = self.sandbox.config
         budget = c.total_timeout + len(tests) * (timeout + 1.0) + 10.0
-        reply = self._ask({"code": code, "tests": tests, "timeout": timeout}, budget)
+        reply = self._ask({"code": code, "tests": tests, "timeout": timeout, "memory_mb": memory_mb}, budget)
         if self.sandbox.isolation == "process":
             _sweep_marker(self.marker)
         if reply.get("dead"):
@@ -253,21 +253,22 @@ class Sandbox:
         self._lock = threading.Lock()
         atexit.register(self.close)
 
-    def run(self, code: str, tests: Sequence[dict], timeout: float | None = None) -> RunResult:
-        """Run `code` against `tests` (per-test wall `timeout`, default the config's);
-        never raises for anything the program does."""
+    def run(self, code: str, tests: Sequence[dict], timeout: float | None = None,
+            memory_mb: int | None = None) -> RunResult:
+        """Run `code` against `tests`; `timeout` (wall seconds per test) and `memory_mb`
+        override the config's for this program. Never raises for anything the program does."""
         check_tests(tests)
-        if timeout is not None and timeout <= 0:
-            raise ValueError(f"timeout must be positive, got {timeout}")
+        if (timeout is not None and timeout <= 0) or (memory_mb is not None and memory_mb <= 0):
+            raise ValueError(f"timeout and memory_mb must be positive, got {timeout} and {memory_mb}")
         slot = self._slots.get()
         try:
-            return slot.run(code, list(tests), timeout or self.config.timeout)
+            return slot.run(code, list(tests), timeout or self.config.timeout, memory_mb or self.config.memory_mb)
         finally:
             self._slots.put(slot)
 
     def run_batch(self, jobs: Sequence[tuple]) -> list[RunResult]:
-        """Run (code, tests) or (code, tests, timeout) jobs in parallel, `workers` at a
-        time, results in order."""
+        """Run (code, tests[, timeout[, memory_mb]]) jobs in parallel, `workers` at a time,
+        results in order."""
         for job in jobs:
             check_tests(job[1])
         with self._lock:

@@ -70,12 +70,15 @@ def test_code_grader_verdicts(grader, easy):
         grader.grade(Problem(id="m", question="1+1?", answer="2"), fenced("print(2)"))
 
 
-def test_problem_time_limit_is_used():
+def test_problem_limits_are_used():
     p = Problem(id="slow", question="q", domain="code", tests=[{"input": "", "output": "1"}],
-                metadata={"time_limit": 0.3})
+                metadata={"time_limit": 0.3, "memory_limit_bytes": 256 * 2**20})
     nap = fenced("import time\ntime.sleep(0.6)\nprint(1)")
-    assert CodeGrader(SandboxConfig(timeout=2.0)).grade(p, nap).verdict == "passed"
-    assert CodeGrader(SandboxConfig(timeout=2.0), use_problem_limits=True).grade(p, nap).verdict == "timeout"
+    hog = fenced("x = bytearray(400 * 2**20)\nprint(1)")
+    plain = CodeGrader(SandboxConfig(timeout=2.0, memory_mb=1024))
+    contest = CodeGrader(SandboxConfig(timeout=2.0, memory_mb=1024), use_problem_limits=True, min_memory_mb=256)
+    assert [plain.grade(p, c).verdict for c in (nap, hog)] == ["passed", "passed"]
+    assert [contest.grade(p, c).verdict for c in (nap, hog)] == ["timeout", "memory"]
 
 
 def test_registered_as_the_default_code_grader(easy):
