@@ -145,7 +145,6 @@ class _Slot:
         self.sandbox, self.index = sandbox, index
         self.proc: subprocess.Popen | None = None
         self.workdir: str | None = None
-        self.marker = uuid.uuid4().hex
         self.writable: tuple[str, ...] = ()
         self.owner = os.getpid()
 
@@ -166,6 +165,7 @@ class _Slot:
     def _start(self) -> None:
         ns = self.sandbox.isolation == "namespace"
         self.owner = os.getpid()
+        self.marker = f"{self.owner}-{uuid.uuid4().hex}"  # in every test's env; names the owning grader
         if not ns:
             self.workdir = tempfile.mkdtemp(prefix="agon-sandbox-")
         cmd = (_UNSHARE if ns else []) + [_base_python(), "-I", "-S", _SUPERVISOR]

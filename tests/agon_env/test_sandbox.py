@@ -22,10 +22,12 @@ ISOLATIONS = ["process"] + (["namespace"] if namespaces_available() else [])
 
 
 def _stray_sandbox_processes():
+    """Processes of this test run's sandboxes (markers start with our pid; other test
+    runs on the same machine have their own)."""
     found = []
     for p in psutil.process_iter():
         try:
-            if "AGON_SANDBOX" in p.environ():
+            if p.environ().get("AGON_SANDBOX", "").startswith(f"{os.getpid()}-"):
                 found.append(p)
         except (psutil.Error, OSError):
             continue
