@@ -1,13 +1,17 @@
 """Agon: the draft/challenge game of arXiv:2607.07690 as a PettingZoo environment."""
 
+from . import code_grader  # noqa: F401  (registers the sandbox grader for domain "code")
+from .code_grader import CodeGrader, extract_code
 from .env import AGENTS, env, parallel_env, raw_env
 from .game import AgonGame
 from .grading import DomainGrader, ExactMatchGrader, MathGrader, Verdict, default_grader
 from .prompts import TEMPLATES, PromptTemplate
-from .rules import REWARD_SCHEMES, RewardConfig, score_games, summarize
+from .rules import REWARD_SCHEMES, RewardConfig, score_games, summarize, withhold_code
+from .sandbox import RunResult, Sandbox, SandboxConfig, namespaces_available
 
 __all__ = [
-    "AGENTS", "AgonGame", "env", "parallel_env", "raw_env", "DomainGrader", "ExactMatchGrader", "MathGrader",
-    "Verdict", "default_grader", "TEMPLATES", "PromptTemplate", "REWARD_SCHEMES", "RewardConfig",
-    "score_games", "summarize",
+    "AGENTS", "AgonGame", "CodeGrader", "DomainGrader", "ExactMatchGrader", "MathGrader", "PromptTemplate",
+    "REWARD_SCHEMES", "RewardConfig", "RunResult", "Sandbox", "SandboxConfig", "TEMPLATES", "Verdict",
+    "default_grader", "env", "extract_code", "namespaces_available", "parallel_env", "raw_env", "score_games",
+    "summarize", "withhold_code",
 ]

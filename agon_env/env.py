@@ -63,8 +63,8 @@ the last seeded reset. `"fixed"`: model_a always drafts (the paper's ablation).
 ## Arguments
 `problems` (iterable of `Problem` or dicts; default: bundled `arith` train split),
 `grader` (default: math-verify / code sandbox by domain), `reward`, `format_weight`,
-`length_tiebreak`, `summary`, `roles`, `template` (`"default"`, `"compact"` or a
-`PromptTemplate`), `domain` (`"math"` or `"code"`), `max_chars` (default 16384),
+`length_tiebreak`, `summary`, `roles`, `template` (`"default"`, `"code"`, `"compact"` or a
+`PromptTemplate`; default by domain), `domain` (`"math"` or `"code"`), `max_chars` (default 16384),
 `render_mode` (`"ansi"` or `"human"`).
 
 ## Errors
@@ -127,7 +127,7 @@ class raw_env(AECEnv):
         length_tiebreak: float = 0.0,
         summary: str = "paper",
         roles: str = "alternate",
-        template: str | PromptTemplate = "default",
+        template: str | PromptTemplate | None = None,
         domain: str = "math",
         max_chars: int = 16384,
         render_mode: str | None = None,
@@ -149,6 +149,7 @@ class raw_env(AECEnv):
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
         if max_chars < 1:
             raise ValueError(f"max_chars must be positive, got {max_chars}")
+        template = template or ("code" if domain == "code" else "default")
         self.game = AgonGame(reward, format_weight, length_tiebreak, summary, template, domain, grader)
         self.roles = roles
         self.max_chars, self.render_mode = max_chars, render_mode

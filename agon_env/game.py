@@ -40,15 +40,17 @@ class AgonGame:
         if self.grader is None:
             self.grader = default_grader()
 
-    def summarize(self, draft: str) -> str:
-        return summarize(draft, self.summary, domain=self.domain)
+    def summarize(self, draft: str, domain: str | None = None) -> str:
+        """What the challenger reads of `draft` (withholding by `domain`, default the game's)."""
+        return summarize(draft, self.summary, domain=domain or self.domain)
 
     def drafter_prompts(self, problems: Sequence["Problem"]) -> list[str]:
         return [self.template.drafter_prompt(p.question) for p in problems]
 
     def challenger_prompts(self, problems: Sequence["Problem"], drafts: Sequence[str]) -> list[str]:
-        """The prompt each challenger reads: its problem and its own draft's summary."""
-        return [self.template.challenger_prompt(p.question, self.summarize(d)) for p, d in zip(problems, drafts)]
+        """The prompt each challenger reads: its problem and its own draft's summary, withheld by
+        the problem's own domain (a code draft's program never reaches the challenger)."""
+        return [self.template.challenger_prompt(p.question, self.summarize(d, p.domain)) for p, d in zip(problems, drafts)]
 
     def score(self, problems: Sequence["Problem"], drafts: Sequence[str], responses: Sequence[str]) -> list[GameResult]:
         """Grade every draft and response in one batch and pay both players."""

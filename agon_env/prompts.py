@@ -14,6 +14,11 @@ INSTRUCTIONS = (
     "solution for a reader who will not see your thinking, and give only the final "
     "answer inside <answer>...</answer>."
 )
+CODE_INSTRUCTIONS = (
+    "Think step by step inside <think>...</think>. Then describe your approach for a reader "
+    "who will not see your thinking or your code, and give the whole Python 3 program as one "
+    "```python fenced block inside <answer>...</answer>."
+)
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,16 @@ TEMPLATES = {
             "Another solver wrote a draft. Its summary is below; its thinking and final "
             "answer are hidden, and it may be wrong.\n\nDraft summary:\n{summary}\n\n"
             + INSTRUCTIONS + "\n\nProblem: {question}"
+        ),
+    ),
+    # For code problems: the answer block holds the program; the challenger sees the approach.
+    "code": PromptTemplate(
+        name="code",
+        drafter=CODE_INSTRUCTIONS + "\n\nProblem:\n{question}",
+        challenger=(
+            "Another programmer wrote a draft. Its description is below; its thinking and its "
+            "code are hidden, and it may be wrong.\n\nDraft description:\n{summary}\n\n"
+            + CODE_INSTRUCTIONS + "\n\nProblem:\n{question}"
         ),
     ),
     # For the tiny character-level models: short, so prompts cost few tokens.

@@ -111,9 +111,9 @@ def main(args: Args) -> dict:
     if args.resume:
         args = replace(Args(**load_config(args.resume)), resume=args.resume)
     args.validate("group-size", args.group_size)
-    game = args.game(args.reward, length_tiebreak=args.length_tiebreak, summary=args.summary)
     seed_everything(args.seed, args.threads)
     train = load_split(args, "train", args.train_tiers)
+    game = args.game(args.reward, train[0].domain, length_tiebreak=args.length_tiebreak, summary=args.summary)
     val = load_split(args, "validation", args.eval_tier, args.eval_problems)
     test = load_split(args, "test", args.eval_tier, args.eval_problems)
     a, b = load_pair(args.model, lora_rank=args.lora_rank, device=args.device, backend=args.backend, seed=args.seed, reference=args.beta > 0)

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from agon_env.game import AgonGame
+from agon_env.prompts import TEMPLATES
 from agon_env.rules import REWARD_SCHEMES
 from problems.record import Problem
 
@@ -40,7 +41,7 @@ class CommonArgs:
     eval_problems: int = 300
     """held-out problems evaluated (test split; the same number of validation problems picks the cascade direction)"""
     template: str = "auto"
-    """prompt template: 'auto' ('compact' for the tiny models, else 'default'), 'default' or 'compact'"""
+    """prompt template: 'auto' ('compact' for the tiny models, 'code' for code problems, else 'default'), or one of those"""
     # -- sampling
     temperature: float = 0.7
     """training sampling temperature (T=1.0 with lr 2e-4 collapsed tiny models)"""
@@ -108,8 +109,8 @@ class CommonArgs:
         for name in ("steps", "problems_per_step", "eval_samples", "threads", "max_new_tokens", "eval_problems"):
             if getattr(self, name) < 1:
                 raise SystemExit(f"error: --{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
-        if self.template not in ("auto", "default", "compact"):
-            raise SystemExit(f"error: --template must be 'auto', 'default' or 'compact', got {self.template!r}")
+        if self.template not in ("auto", *TEMPLATES):
+            raise SystemExit(f"error: --template must be 'auto' or one of {sorted(TEMPLATES)}, got {self.template!r}")
         for part in self.model.split(","):
             if part in ("tiny", "tiny:a", "tiny:b", "smollm2") or os.path.exists(os.path.expanduser(part)):
                 continue
@@ -125,11 +126,13 @@ class CommonArgs:
     def eval_config(self) -> EvalConfig:
         return EvalConfig(self.eval_samples, self.eval_temperature, 1.0, self.max_new_tokens, True, self.seed + 10_000)
 
-    def game(self, reward: str = "agon", **kw) -> AgonGame:
+    def game(self, reward: str = "agon", domain: str = "math", **kw) -> AgonGame:
         if reward not in REWARD_SCHEMES:
             raise SystemExit(f"error: --reward must be one of {REWARD_SCHEMES}, got {reward!r}")
-        template = self.template if self.template != "auto" else ("compact" if self.model.startswith("tiny") else "default")
-        return AgonGame(reward=reward, format_weight=self.format_weight, template=template, **kw)
+        template = self.template
+        if template == "auto":
+            template = "compact" if self.model.startswith("tiny") else "code" if domain == "code" else "default"
+        return AgonGame(reward=reward, format_weight=self.format_weight, template=template, domain=domain, **kw)
 
 
 def seed_everything(seed: int, threads: int) -> None:

@@ -75,9 +75,9 @@ def main(args: Args) -> dict:
     args.validate("rollouts-per-problem", args.rollouts_per_problem)
     if args.policy not in ("a", "b"):
         raise SystemExit(f"error: --policy must be 'a' or 'b', got {args.policy!r}")
-    game = args.game()
     seed_everything(args.seed, args.threads)
     train = load_split(args, "train", args.train_tiers)
+    game = args.game(domain=train[0].domain)
     test = load_split(args, "test", args.eval_tier, args.eval_problems)
     model = f"tiny:{args.policy}" if args.model == "tiny" else args.model
     policy = load_policy(model, device=args.device, backend=args.backend, seed=args.seed, reference=args.beta > 0,

@@ -29,6 +29,16 @@ def _reasoning_gym(**kw) -> list[Problem]:
     return load_reasoning_gym(**kw)
 
 
+def _code(loader: str, needs_path: bool = True) -> Callable[..., list[Problem]]:
+    def load_code(**kw) -> list[Problem]:
+        from . import code
+
+        if needs_path and "path" not in kw:
+            raise TypeError("this code source needs path= (a local file or directory in its own schema)")
+        return getattr(code, loader)(**kw)
+    return load_code
+
+
 # name -> (loader, one-line description); `python -m problems list` prints these.
 SOURCES: dict[str, tuple[Callable[..., list[Problem]], str]] = {
     "arith": (_arith, "bundled procedural arithmetic, tiers easy/medium/hard (difficulty 1-3), "
@@ -37,6 +47,12 @@ SOURCES: dict[str, tuple[Callable[..., list[Problem]], str]] = {
                             "the paper's hard split by default"),
     "reasoning_gym": (_reasoning_gym, "reasoning-gym task generators (optional extra 'reasoning-gym'; "
                                       "task=..., n=..., seed=...)"),
+    "code_easy": (_code("load_code_easy", needs_path=False),
+                  "bundled original easy Python problems with stdin and call-based tests"),
+    "code_contests": (_code("load_code_contests"), "CodeContests from a local file or directory (path=...)"),
+    "apps": (_code("load_apps"), "APPS from a local file or directory (path=...)"),
+    "taco": (lambda **kw: _code("load_apps")(source="taco", **kw), "TACO from a local file or directory (path=...)"),
+    "livecodebench": (_code("load_livecodebench"), "LiveCodeBench from a local file or directory (path=...)"),
 }
 
 
