@@ -426,4 +426,4 @@ def _with_backend(policies: tuple, backend: str, model: str):
     from .vllm_backend import pick_backend, wrap_vllm
 
     chosen = pick_backend(backend, model)
-    return wrap_vllm(policies) if chosen == "vllm" else policies
+    return wrap_vllm(policies, model) if chosen == "vllm" else policies

@@ -93,3 +93,11 @@ def load_tiny(which: str = "a", root: str | Path = PAIR_DIR):
     if not (path / "model.safetensors").exists():
         raise FileNotFoundError(f"no tiny model at {path}; build the pair with `python -m baselines.tiny build`")
     return Qwen3ForCausalLM.from_pretrained(str(path)).eval(), load_tokenizer(path)
+
+
+if __name__ == "__main__":
+    import sys
+
+    from .tiny_build import main
+
+    main(sys.argv[1:])

@@ -1,18 +1,45 @@
-"""vLLM backend (GPU, optional extra `agon[vllm]`): work in progress, HF fallback for now."""
+"""vLLM backend (GPU, optional extra `agon[vllm]`): one engine, both LoRA adapters.
+
+One `vllm.LLM` serves the frozen base; each policy's requests carry its own
+`LoRARequest`, so A and B sample from one engine with one copy of the base (TRL's vLLM
+integration merges a single adapter into the weights and cannot do this). Training
+stays on the HF `LoraPolicy` each `VLLMPolicy` wraps: `token_logprobs`, `parameters`,
+`save` are its.
+
+Adapter sync: before sampling, a policy compares its trainable tensors' in-place version
+counters (`Tensor._version`, bumped by every optimizer step) with the ones it last sent.
+If they moved, it saves the adapter and registers it under a new `lora_int_id` (vLLM
+caches adapters by id, so a new id is what makes it load the new weights). Learners need
+no extra call.
+
+Log-probs: the engine is created with `logprobs_mode="raw_logprobs"` (vLLM >= 0.10.2),
+the log-softmax of raw logits, matching the HF backend's convention. The engine dtype
+defaults to the HF model's, so the two agree closely; in bf16 they differ at ~1e-2 and a
+learner should recompute with `token_logprobs` (it does anyway, for the gradient).
+
+`pick_backend("auto")` chooses vLLM only when CUDA and the vllm package are both present,
+and logs why when it falls back to HF. vllm is imported only when an engine is built.
+"""
 
 from __future__ import annotations
 
 import importlib.util
 import logging
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
 
 import torch
+
+from .policy import Generation, Policy, SamplingParams
 
 log = logging.getLogger("agon.policy")
 BACKENDS = ("auto", "hf", "vllm")
 
 
 def vllm_available() -> tuple[bool, str]:
-    """(usable, reason): vLLM needs CUDA and the vllm package; the import itself is deferred."""
+    """(usable, reason): vLLM needs CUDA and the vllm package; nothing is imported here."""
     if not torch.cuda.is_available():
         return False, "no CUDA device"
     if importlib.util.find_spec("vllm") is None:
@@ -21,7 +48,7 @@ def vllm_available() -> tuple[bool, str]:
 
 
 def pick_backend(backend: str, model: str) -> str:
-    """'vllm' or 'hf' for `backend` in BACKENDS; logs why when auto falls back to HF."""
+    """'vllm' or 'hf' for `backend` in BACKENDS; logs the choice and, on fallback, the reason."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if backend == "hf":
@@ -29,12 +56,150 @@ def pick_backend(backend: str, model: str) -> str:
     ok, why = vllm_available()
     if backend == "vllm" and not ok:
         raise RuntimeError(f"backend='vllm' requested but unusable: {why}")
-    if ok and model.startswith("tiny"):
-        log.info("policy backend: HF (the tiny character-level models are not served by vLLM)")
+    if ok and (model.startswith("tiny") or "," in model or model == "smollm2"):
+        log.warning("policy backend: HF (the vLLM backend serves LoRA pairs on one HF-format base, not %r)", model)
         return "hf"
-    log.info("policy backend: %s (%s)", "vLLM" if ok else "HF", why if ok else f"vLLM unavailable: {why}")
-    return "vllm" if ok else "hf"
+    if ok:
+        log.info("policy backend: vLLM (%s)", why)
+        return "vllm"
+    log.warning("policy backend: HF (vLLM unavailable: %s)", why)
+    return "hf"
 
 
-def wrap_vllm(policies):
-    raise NotImplementedError("the vLLM policy wrapper is not finished yet; use backend='hf'")
+# ---------------------------------------------------------------- pure bookkeeping (tested on CPU)
+def build_requests(prompt_ids: list[list[int]], n: int, params: SamplingParams, seed: int | None) -> list[dict]:
+    """One request per prompt: token-id prompt plus `vllm.SamplingParams` kwargs.
+
+    Seeds are per request (seed + i), so a batch is reproducible whatever the engine's
+    scheduling; greedy is temperature 0; `logprobs=0` returns the sampled token's log-prob.
+    """
+    greedy = params.greedy or params.temperature <= 0
+    return [{
+        "prompt": {"prompt_token_ids": list(ids)},
+        "sampling": {
+            "n": n, "temperature": 0.0 if greedy else params.temperature, "top_p": 1.0 if greedy else params.top_p,
+            "max_tokens": params.max_new_tokens, "seed": None if seed is None else seed + i,
+            "logprobs": 0, "skip_special_tokens": True,
+        },
+    } for i, ids in enumerate(prompt_ids)]
+
+
+def to_generations(prompt: str, prompt_ids: list[int], completions) -> list[Generation]:
+    """vLLM `CompletionOutput`s (token_ids, text, logprobs, finish_reason) to `Generation`s."""
+    out = []
+    for c in completions:
+        ids = list(c.token_ids)
+        if c.logprobs is None or len(c.logprobs) != len(ids):
+            raise ValueError(f"vLLM returned {0 if c.logprobs is None else len(c.logprobs)} log-probs for {len(ids)} tokens")
+        lps = [float(step[t].logprob) for step, t in zip(c.logprobs, ids)]
+        out.append(Generation(prompt, c.text, list(prompt_ids), ids, lps, c.finish_reason == "stop"))
+    return out
+
+
+class AdapterRegistry:
+    """Which adapter version the engine holds: a fresh (name, int id, path) per weight change."""
+
+    def __init__(self, root: str | os.PathLike | None = None):
+        self.root = Path(root or tempfile.mkdtemp(prefix="agon-vllm-adapters-"))
+        self.next_id = 1
+        self.current: dict[str, tuple[tuple, int, Path]] = {}  # name -> (version key, int id, path)
+
+    def stale(self, name: str, version: tuple) -> bool:
+        return name not in self.current or self.current[name][0] != version
+
+    def register(self, name: str, version: tuple) -> tuple[str, int, Path]:
+        """A new id and directory for `name` at `version`; the caller saves the adapter there."""
+        lora_id, self.next_id = self.next_id, self.next_id + 1
+        path = self.root / f"{name}-{lora_id}"
+        old = self.current.get(name)
+        self.current[name] = (version, lora_id, path)
+        if old is not None and old[2].exists():  # the engine has loaded it already
+            for f in old[2].iterdir():
+                f.unlink()
+            old[2].rmdir()
+        return f"{name}-{lora_id}", lora_id, path
+
+
+# ---------------------------------------------------------------- the engine and the policy
+@dataclass
+class EngineConfig:
+    """How the shared vLLM engine is built."""
+
+    gpu_memory_utilization: float = 0.5
+    """share of GPU memory vLLM may take (the HF training copy needs the rest)"""
+    dtype: str = "auto"
+    """engine dtype; 'auto' uses the HF model's, so sampled log-probs match recomputed ones"""
+    max_model_len: int = 8192
+    """longest prompt + completion"""
+
+
+class VLLMPolicy(Policy):
+    """Samples on the shared engine under its adapter; trains and saves through the HF `LoraPolicy`."""
+
+    def __init__(self, hf, llm, registry: AdapterRegistry):
+        self.hf, self.llm, self.registry, self.name = hf, llm, registry, hf.name
+        self._request = None
+
+    def _version(self) -> tuple:
+        return tuple(p._version for p in self.hf.parameters())
+
+    def sync(self):
+        """Send the adapter to the engine if its weights changed since the last send."""
+        from vllm.lora.request import LoRARequest
+
+        v = self._version()
+        if self._request is None or self.registry.stale(self.name, v):
+            name, lora_id, path = self.registry.register(self.name, v)
+            self.hf.save(path)
+            self._request = LoRARequest(name, lora_id, str(path))
+        return self._request
+
+    def generate(self, prompts, n=1, params=SamplingParams(), seed=None):
+        from vllm import SamplingParams as VSP
+        from vllm.inputs import TokensPrompt
+
+        lora = self.sync()
+        ids = [self.hf.encode_prompt(p) for p in prompts]
+        reqs = build_requests(ids, n, params, seed)
+        outs = self.llm.generate([TokensPrompt(**r["prompt"]) for r in reqs], [VSP(**r["sampling"]) for r in reqs],
+                                 lora_request=lora, use_tqdm=False)
+        return [to_generations(p, i, o.outputs) for p, i, o in zip(prompts, ids, outs)]
+
+    def token_logprobs(self, prompt_ids, completion_ids):
+        return self.hf.token_logprobs(prompt_ids, completion_ids)
+
+    def reference_logprobs(self, prompt_ids, completion_ids):
+        return self.hf.reference_logprobs(prompt_ids, completion_ids)
+
+    def parameters(self):
+        return self.hf.parameters()
+
+    def save(self, path):
+        self.hf.save(path)
+
+    def train(self):
+        self.hf.train()
+        return self
+
+    def eval(self):
+        self.hf.eval()
+        return self
+
+
+def wrap_vllm(policies: tuple, model: str, cfg: EngineConfig = EngineConfig()) -> tuple:
+    """One engine for the policies' shared base (`model`), each policy a `VLLMPolicy` on it."""
+    from vllm import LLM
+
+    from .lora import LoraPolicy
+
+    if not all(isinstance(p, LoraPolicy) for p in policies) or len({id(p.model) for p in policies}) != 1:
+        raise ValueError("the vLLM backend serves LoRA policies on one shared base; use backend='hf' for full models")
+    first = policies[0]
+    dtype = str(first.model.dtype).removeprefix("torch.") if cfg.dtype == "auto" else cfg.dtype
+    rank = max(c.r for c in first.model.peft_config.values())
+    llm = LLM(model=model, enable_lora=True, max_loras=len(policies), max_lora_rank=rank, dtype=dtype,
+              gpu_memory_utilization=cfg.gpu_memory_utilization, max_model_len=cfg.max_model_len,
+              logprobs_mode="raw_logprobs")
+    registry = AdapterRegistry()
+    log.info("vLLM engine on %s (%s) serving adapters %s", model, dtype, [p.name for p in policies])
+    return tuple(VLLMPolicy(p, llm, registry) for p in policies)
