@@ -1,0 +1,81 @@
+"""The single-agent Gymnasium wrapper: API checkers, roles, and reward attribution in both roles."""
+
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+from agon_env import rules
+from agon_env.discrete import Layout, heuristic_policy, random_policy
+from agon_env.single_agent import SingleAgentEnv
+
+N_ACTIONS = Layout(2, 4).n_actions
+
+
+@pytest.mark.parametrize("role", ["drafter", "challenger", "both"])
+def test_checkers(role):
+    check_env(SingleAgentEnv(random_policy(N_ACTIONS), role=role), skip_render_check=True)
+    sb3_check_env(SingleAgentEnv(random_policy(N_ACTIONS), role=role))
+
+
+def _run(env, policy, episodes, seed):
+    """Episode returns and final infos of `policy` in the wrapper."""
+    rng, out = np.random.default_rng(seed), []
+    obs, info = env.reset(seed=seed)
+    for _ in range(episodes):
+        total, done = 0.0, False
+        while not done:
+            obs, r, done, trunc, info = env.step(policy(obs, rng))
+            total += r
+        out.append((total, info))
+        obs, _ = env.reset()
+    return out
+
+
+@pytest.mark.parametrize("role", ["drafter", "challenger"])
+def test_learner_is_paid_what_the_env_pays_in_both_roles(role):
+    env = SingleAgentEnv(heuristic_policy(reader="combine"), role=role)
+    runs = _run(env, heuristic_policy(reader="combine"), 400, seed=0)
+    for ret, info in runs:
+        assert info["role"] == role
+        assert ret == info["reward"]  # the env's own payment to this agent
+        c_me, c_rival = info["correct"], info["correct"] != (info["winner"] is not None)
+        if role == "drafter":
+            assert ret == rules.drafter_reward_for("agon", c_me, c_rival, info["formatted"])
+        else:
+            assert ret == rules.challenger_reward("agon", c_rival, c_me, info["formatted"])
+    # The drafter's pay arrives after its last action; a wrapper that drops it would return 0 here.
+    assert np.mean([r for r, _ in runs]) > 1.0
+
+
+def test_both_roles_alternate_from_a_seeded_reset():
+    env = SingleAgentEnv(random_policy(N_ACTIONS), role="both")
+    roles = [env.reset(seed=5)[1]["role"]] + [env.reset()[1]["role"] for _ in range(3)]
+    assert roles == ["drafter", "challenger"] * 2
+    assert env.reset(seed=5)[1]["role"] == "drafter"
+
+
+def test_rival_pool_is_sampled_per_episode():
+    calls = {"a": 0, "b": 0}
+
+    def counting(name):
+        def act(obs, rng):
+            calls[name] += 1
+            return 0
+        return act
+
+    env = SingleAgentEnv([counting("a"), counting("b")], role="challenger")
+    _run(env, random_policy(N_ACTIONS), 100, seed=0)
+    assert calls["a"] > 50 and calls["b"] > 50
+
+
+def test_errors():
+    with pytest.raises(ValueError, match="role must be one of"):
+        SingleAgentEnv(random_policy(N_ACTIONS), role="judge")
+    with pytest.raises(TypeError, match="rival must be a callable"):
+        SingleAgentEnv("not a policy")
+    env = SingleAgentEnv(random_policy(N_ACTIONS), role="challenger")
+    env.reset(seed=0)
+    env.step(0)
+    with pytest.raises(RuntimeError, match="episode is over"):
+        env.step(0)
