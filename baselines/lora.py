@@ -131,15 +131,26 @@ def lora_pair(base, tokenizer, rank: int = 16, alpha: int | None = None, b_init_
 
 def load_adapter_policy(path: str, device: str = "cpu", base: str | None = None, system: str | None = None) -> LoraPolicy:
     """A policy saved by `LoraPolicy.save`: its base (from adapter_config.json unless given) plus the adapter."""
+    name = os.path.basename(os.path.normpath(path)) or "adapter"
+    return load_adapter_pair([path], device, base, system, names=(name,))[0]
+
+
+def load_adapter_pair(paths: list[str], device: str = "cpu", base: str | None = None, system: str | None = None,
+                      names: tuple[str, ...] = ("A", "B")) -> tuple[LoraPolicy, ...]:
+    """Saved adapters back onto ONE base (the first adapter's, unless given), all trainable."""
     from peft import PeftModel
 
     from .policy import load_hf
 
-    cfg = json.loads(Path(path, "adapter_config.json").read_text())
+    cfg = json.loads(Path(paths[0], "adapter_config.json").read_text())
     base = base or cfg.get("base_model_name_or_path")
     if not base:
-        raise ValueError(f"{path}/adapter_config.json names no base_model_name_or_path; pass base=")
+        raise ValueError(f"{paths[0]}/adapter_config.json names no base_model_name_or_path; pass base=")
     m, tok = load_hf(base, device)
-    name = os.path.basename(os.path.normpath(path)) or "adapter"
-    model = PeftModel.from_pretrained(m, path, adapter_name=name, is_trainable=True)
-    return LoraPolicy(model, tok, name, system)
+    model = PeftModel.from_pretrained(m, paths[0], adapter_name=names[0], is_trainable=True)
+    for path, name in zip(paths[1:], names[1:]):
+        model.load_adapter(path, adapter_name=name, is_trainable=True)
+    for n, p in model.named_parameters():
+        if "lora_" in n:
+            p.requires_grad_(True)  # loading an adapter freezes the others
+    return tuple(LoraPolicy(model, tok, n, system) for n in names[:len(paths)])

@@ -376,7 +376,8 @@ def load_pair(model: str = "tiny", lora_rank: int = 16, b_init_std: float = 1e-2
 
     - `"tiny"`: the shipped offline pair, two separate ~1M-parameter models trained fully
       (LoRA on a 1M model would train a few thousand weights and mostly measure rank);
-    - `"a_path,b_path"`: two separate full models, e.g. from different families;
+    - `"a_path,b_path"`: two separate full models, e.g. from different families, or two
+      adapters saved by `LoraPolicy.save`, which go back onto one shared base;
     - anything else (a local HF dir, a dir with a .gguf, `smollm2`, a hub name): two LoRA
       adapters on ONE frozen base, A zero-initialised (an exact no-op) and B with its
       `lora_B` weights drawn from N(0, b_init_std²) so the two differ from step one.
@@ -389,8 +390,13 @@ def load_pair(model: str = "tiny", lora_rank: int = 16, b_init_std: float = 1e-2
         a, b = _full_policy("tiny:a", "A", device, reference, None), _full_policy("tiny:b", "B", device, reference, None)
         pair = (a, b)
     elif "," in model:
-        pa, pb = (s.strip() for s in model.split(",", 1))
-        pair = (_full_policy(pa, "A", device, reference, system), _full_policy(pb, "B", device, reference, system))
+        paths = [s.strip() for s in model.split(",", 1)]
+        if all(os.path.exists(os.path.join(p, "adapter_config.json")) for p in paths):
+            from .lora import load_adapter_pair  # two saved adapters: back onto one shared base
+
+            pair = load_adapter_pair(paths, device, system=system)
+        else:
+            pair = tuple(_full_policy(p, n, device, reference, system) for p, n in zip(paths, "AB"))
     else:
         from .lora import lora_pair
 

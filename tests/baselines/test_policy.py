@@ -153,8 +153,11 @@ def test_lora_save_load_round_trip(model, tok, tmp_path):
     torch.testing.assert_close(HFPolicy(peft_m, tok).token_logprobs(*args)[0].detach(), want, atol=1e-5, rtol=0)
     merged = load_policy(str(tmp_path / "b_merged"), device="cpu", backend="hf", reference=False)
     torch.testing.assert_close(merged.token_logprobs(*args)[0].detach(), want, atol=1e-4, rtol=0)
-    # a's adapter saved before training is still an exact no-op
+    # a's adapter saved before training is still an exact no-op; both reload onto one base
     a.save(tmp_path / "a")
+    a2, b2 = load_pair(f"{tmp_path / 'a'},{tmp_path / 'b'}", device="cpu", backend="hf")
+    assert a2.model is b2.model and len(a2.parameters()) == len(b2.parameters()) > 0
+    torch.testing.assert_close(b2.token_logprobs(*args)[0].detach(), want, atol=1e-5, rtol=0)
     torch.testing.assert_close(load_policy(str(tmp_path / "a"), device="cpu", backend="hf").token_logprobs(*args)[0],
                                HFPolicy(Qwen3ForCausalLM.from_pretrained(tmp_path / "base"), tok).token_logprobs(*args)[0])
 
