@@ -17,11 +17,12 @@ SUPPORTED = ("qwen3", "qwen2", "llama")
 
 
 def supports(model) -> bool:
-    """A plain (non-peft) causal LM of a supported family without sliding-window attention."""
+    """A plain (non-peft) causal LM of a supported family without sliding-window attention.
+    Any RoPE variant works: the model's own rotary-embedding module computes cos/sin."""
     cfg = getattr(model, "config", None)
     return (
         cfg is not None and cfg.model_type in SUPPORTED and type(model).__name__.endswith("ForCausalLM")
-        and not getattr(cfg, "use_sliding_window", False) and getattr(cfg, "rope_scaling", None) is None
+        and not getattr(cfg, "use_sliding_window", False)
     )
 
 

@@ -170,3 +170,19 @@ def test_full_pair_from_two_paths(model, tok, tmp_path):
     assert a.tokenizer.decode(a.tokenizer("x<think>y")["input_ids"]) == "x<think>y"  # not swapped for a BPE
     a.save(tmp_path / "a")
     assert load_policy(str(tmp_path / "a"), device="cpu", backend="hf").model.num_parameters() == model.num_parameters()
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2"])
+def test_fast_decoder_matches_other_families(tok, family):
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from baselines.fast_decode import supports
+
+    cfg = AutoConfig.for_model(family, vocab_size=len(tok), hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                               num_key_value_heads=2, intermediate_size=128, eos_token_id=tok.eos_token_id,
+                               pad_token_id=tok.pad_token_id)
+    torch.manual_seed(0)
+    m = AutoModelForCausalLM.from_config(cfg)
+    assert supports(m)
+    pol = HFPolicy(m, tok, family)
+    _check_logprobs(pol, pol.generate(PROMPTS, n=2, params=SamplingParams(max_new_tokens=20), seed=0))
