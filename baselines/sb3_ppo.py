@@ -1,6 +1,6 @@
 """PPO by self-play on the discrete Agon game, with stable-baselines3. One file, top to bottom.
 
-    python -m baselines.sb3_ppo                 # about 4 minutes on one CPU thread
+    python -m baselines.sb3_ppo                 # 4 min training budget + ~15 s, one CPU thread
     python -m baselines.sb3_ppo --help          # every option
 
 The learner plays seat `model_a` of `agon_env.discrete` through `SingleAgentEnv`, in both
@@ -8,6 +8,11 @@ roles alternately. Its rival is drawn each episode from a pool of the last `pool
 frozen snapshots of the learner itself (`--random-in-pool` adds a uniform-random rival;
 it learned slower in our runs). All actions are legal at every step, so this is plain
 PPO, not MaskablePPO.
+
+What it learned in our runs: as drafter, the honest code (each digit it worked out written as
+itself); for a digit it missed, one run wrote "blank" and another a plausible guess, which
+makes its draft look complete. Playing itself it was right 48-54% of the time as drafter and
+70-79% as challenger; the best possible play scores about 52% and 78%.
 
 Evaluation plays the greedy learner against two rivals it never trained against by name:
 uniform random, and the "copy" heuristic (an honest drafter; as challenger it answers
@@ -43,9 +48,9 @@ class Args:
     """most learner steps to train for"""
     time_budget_s: float = 240.0
     """stop training after this many seconds even if total_timesteps is not reached"""
-    n_envs: int = 8
+    n_envs: int = 16
     """parallel single-agent envs (in one process)"""
-    n_steps: int = 256
+    n_steps: int = 128
     """steps per env per PPO rollout"""
     batch_size: int = 512
     """PPO minibatch size"""
