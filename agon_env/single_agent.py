@@ -20,7 +20,6 @@ from __future__ import annotations
 from typing import Sequence
 
 import gymnasium as gym
-import numpy as np
 
 from .discrete import AGENTS, Policy, raw_env
 
