@@ -20,6 +20,20 @@ per-seed values are listed beside it. Wall time and rollouts are per method, sum
 seeds, so compute parity is visible. Jobs (one per method and seed) run in `--jobs`
 processes; each writes its learner's run directory and a log under `--runs-dir`.
 Outputs: `benchmarks/results/<name>.{json,md}` and `<name>_pass_at_1.png`.
+
+GPU recipe, the paper's setting (not run here): the learners' shared options pass through
+as `--learner.*`; these are the flags of `configs/paper_qwen3_0.6b.sh`:
+
+    python -m benchmarks.replicate --group-size 8 --jobs 1 --learner.model Qwen/Qwen3-0.6B \\
+      --learner.problems deepmath:/path/to/DeepMath-103K/data --learner.train-tiers all \\
+      --learner.eval-tier all --learner.template default --learner.lora-rank 16 --learner.lr 5e-5 \\
+      --learner.temperature 0.6 --learner.top-p 0.95 --learner.eval-temperature 0.6 \\
+      --learner.eval-samples 4 --learner.eval-problems 300 --learner.max-new-tokens 8192 \\
+      --learner.problems-per-step 8 --learner.steps 375 --learner.checkpoint-every 25 \\
+      --learner.eval-every 50 --learner.device cuda --learner.threads 8
+
+That is 18 training runs (6 trained methods × 3 seeds); at that config's rough 10-20
+GPU-hours per run (its estimate, not a measurement), about 180-360 GPU-hours plus evaluation.
 """
 
 from __future__ import annotations
@@ -59,8 +73,8 @@ JOB_OVERHEAD_S = 6.0  # model loading, TensorBoard and plots per job: an assumpt
 
 def cpu_budget() -> CommonArgs:
     """The learners' shared options, sized so the full table takes about 2 h on 2 CPU cores."""
-    return CommonArgs(steps=60, problems_per_step=4, eval_problems=300, eval_samples=2, eval_every=20,
-                      max_new_tokens=64, threads=1, progress=False)
+    return CommonArgs(steps=100, problems_per_step=2, eval_problems=300, eval_samples=2, eval_every=25,
+                      max_new_tokens=80, threads=1, progress=False)
 
 
 @dataclass
@@ -71,8 +85,8 @@ class Args:
     """smoke test for `make test`: 1 seed, 2 steps, 4 problems, 24 tokens (overrides the budget)"""
     seeds: int = 3
     """seeds per method (0, 1, ...)"""
-    group_size: int = 4
-    """N: Agon's drafts per problem per step; every method gets 2N rollouts per problem per step"""
+    group_size: int = 8
+    """N (the paper's 8): Agon's drafts per problem per step; every method gets 2N rollouts per problem per step"""
     moa_k: int = 4
     """MoA proposals per problem (split over both models)"""
     jobs: int = 2
@@ -107,9 +121,11 @@ class Args:
 # ---------------------------------------------------------------- jobs (each runs in a worker process)
 def learner_args(cfg: Args, method: str, seed: int):
     learner, options = TRAINED[method]
-    # The final checkpoint holds the trained weights that the self-refinement job reads back.
-    shared = {**asdict(cfg.learner), "seed": seed, "out_dir": cfg.runs_dir, "run_name": f"{learner}-{slug(method)}-s{seed}",
-              "checkpoint_every": cfg.learner.steps, "progress": False}
+    # The final checkpoint must hold the trained weights (the self-refinement job reads them back).
+    L = cfg.learner
+    every = L.checkpoint_every if L.checkpoint_every and L.steps % L.checkpoint_every == 0 else L.steps
+    shared = {**asdict(L), "seed": seed, "out_dir": cfg.runs_dir, "run_name": f"{learner}-{slug(method)}-s{seed}",
+              "checkpoint_every": every, "progress": False}
     if learner == "grpo":  # GRPO trains model A of the pair
         shared["model"] = cfg.learner.model.split(",")[0]
         return grpo.Args(**shared, rollouts_per_problem=2 * cfg.group_size)
@@ -174,6 +190,12 @@ def moa_job(cfg: Args, seed: int, **_) -> dict:
 
 
 KINDS = {"train": train_job, "self": self_job, "moa": moa_job}
+
+
+def warm_imports() -> None:
+    """Pay a worker's one-off imports up front, so the first job's wall time is comparable."""
+    import matplotlib.pyplot  # noqa: F401
+    from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast  # noqa: F401
 
 
 def run_job(job: dict) -> dict:
@@ -348,7 +370,7 @@ def main(args: Args) -> dict:
             follow = done(run_job(queue.pop(0)))
             queue += [follow] if follow else []
     else:
-        with ProcessPoolExecutor(cfg.jobs, mp_context=mp.get_context("spawn")) as pool:
+        with ProcessPoolExecutor(cfg.jobs, mp_context=mp.get_context("spawn"), initializer=warm_imports) as pool:
             pending = {pool.submit(run_job, j) for j in jobs}
             while pending:
                 finished, pending = wait(pending, return_when=FIRST_COMPLETED)

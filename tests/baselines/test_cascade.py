@@ -106,3 +106,20 @@ def test_load_run_names_a_missing_checkpoint(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"steps": 4}))
     with pytest.raises(SystemExit, match="no checkpoint/state.pt"):
         load_run(tmp_path)
+
+
+@pytest.mark.slow
+def test_load_run_restores_the_trained_weights(tmp_path):
+    from baselines import grpo
+    from baselines.policy import load_policy
+
+    # Medium problems with room to finish: rewards vary within a group, so the update moves the weights.
+    args = grpo.Args(steps=2, checkpoint_every=2, rollouts_per_problem=8, problems_per_step=2, max_new_tokens=64,
+                     train_tiers="medium", eval_problems=2, eval_samples=1, eval_every=0, threads=1, progress=False, lr=1e-3,
+                     out_dir=str(tmp_path), run_name="run")
+    grpo.main(args)
+    trained = load_run(tmp_path / "run", device="cpu", backend="hf")["GRPO"]
+    saved = torch.load(tmp_path / "run" / "checkpoint" / "state.pt", weights_only=False)["params"]["policy"]
+    untrained = load_policy("tiny:a", device="cpu", backend="hf", reference=False)
+    assert all(torch.equal(p, s) for p, s in zip(trained.parameters(), saved))
+    assert any(not torch.equal(p, u) for p, u in zip(trained.parameters(), untrained.parameters()))
