@@ -229,7 +229,8 @@ def probe(a, b, by_tier: dict, max_new_tokens=128) -> dict:
 
 
 def checks(m: dict, max_hard_gap: float) -> dict[str, bool]:
-    """The shipping conditions of issue 4, on one measurement."""
+    """The shipping conditions of issue 4 on one measurement. The cascade condition is the
+    issue's direction, A drafts and B answers; B→A is measured and reported, not required."""
     h, e = m["hard"], m["easy"]
     out = {
         "hard_gap_within_limit": abs(h["A"] - h["B"]) <= max_hard_gap,
@@ -239,7 +240,6 @@ def checks(m: dict, max_hard_gap: float) -> dict[str, bool]:
     for tier in ("medium", "hard"):
         t = m[tier]
         out[f"cascade_A>B_at_least_each_alone_{tier}"] = t["A>B"]["accuracy"] >= max(t["A"], t["B"])
-        out[f"cascade_B>A_at_least_each_alone_{tier}"] = t["B>A"]["accuracy"] >= max(t["A"], t["B"])
     return out
 
 
