@@ -22,6 +22,7 @@ def supports(model) -> bool:
     cfg = getattr(model, "config", None)
     return (
         cfg is not None and cfg.model_type in SUPPORTED and type(model).__name__.endswith("ForCausalLM")
+        and type(model).__module__.startswith("transformers.")  # not a PeftModel wrapping one
         and not getattr(cfg, "use_sliding_window", False)
     )
 

@@ -37,6 +37,9 @@ def _check_logprobs(pol, gens, tol=1e-4):
 
 @pytest.mark.parametrize("greedy", [True, False])
 def test_sampling_logprobs_match_recomputed(model, tok, greedy):
+    from baselines.fast_decode import supports
+
+    assert supports(model)  # the tiny model samples through the lean decoder
     pol = HFPolicy(model, tok, "A")
     gens = pol.generate(PROMPTS, n=3, params=SamplingParams(temperature=0.8, max_new_tokens=40, greedy=greedy), seed=1)
     assert [len(r) for r in gens] == [3, 3, 3]
@@ -112,7 +115,10 @@ def test_lora_a_is_exact_noop_and_b_differs(model, tok):
     assert torch.equal(a.token_logprobs(*args)[0].detach(), base_lp)
     assert not torch.allclose(b.token_logprobs(*args)[0].detach(), base_lp, atol=1e-4)
     torch.testing.assert_close(b.reference_logprobs(*args)[0], base_lp, atol=0, rtol=0)
-    # the slow (peft) sampling path agrees with its own recomputation too
+    # the transformers (peft) sampling path agrees with its own recomputation too
+    from baselines.fast_decode import supports
+
+    assert not supports(b.model)
     _check_logprobs(b, b.generate(PROMPTS, n=2, params=SamplingParams(max_new_tokens=15), seed=2))
 
 
