@@ -116,7 +116,7 @@ from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 from pettingzoo.utils.conversions import turn_based_aec_to_parallel
 
-from .rules import REWARD_SCHEMES, challenger_reward, drafter_reward_for
+from .rules import REWARD_SCHEMES, challenger_reward, drafter_reward_for, drafter_seat
 
 AGENTS = ("model_a", "model_b")
 READERS = ("combine", "copy", "blind")
@@ -207,7 +207,7 @@ class raw_env(AECEnv):
         if options:
             warnings.warn(f"agon_discrete reset: ignoring unknown options {sorted(options)}", stacklevel=2)
         if drafter is None:
-            drafter = AGENTS[0] if self.roles == "fixed" else AGENTS[self._episode % 2]
+            drafter = AGENTS[drafter_seat(self._episode, self.roles == "fixed")]
         elif drafter not in AGENTS:
             raise ValueError(f"options['drafter'] must be one of {AGENTS}, got {drafter!r}")
         self._episode += 1

@@ -88,6 +88,7 @@ from . import spaces
 from .game import AgonGame
 from .grading import Grader
 from .prompts import PromptTemplate
+from .rules import drafter_seat
 
 AGENTS = ("model_a", "model_b")
 ROLES = ("drafter", "challenger")
@@ -182,13 +183,15 @@ class raw_env(AECEnv):
             raise ValueError(f"options['drafter'] must be one of {AGENTS}, got {drafter!r}")
         if problem is not None:
             problem = _as_problem(problem, 0)
+            if problem.domain != self.game.domain:
+                raise ValueError(f"options['problem'] {problem.id!r} is a {problem.domain} problem; this env plays {self.game.domain}")
         else:
             if self._cursor >= len(self.problems):
                 self._order, self._cursor = self.np_random.permutation(len(self.problems)), 0
             problem = self.problems[self._order[self._cursor]]
             self._cursor += 1
         if drafter is None:
-            drafter = AGENTS[0] if self.roles == "fixed" else AGENTS[self._episode % 2]
+            drafter = AGENTS[drafter_seat(self._episode, self.roles == "fixed")]
         self._episode += 1
 
         self.problem = problem
@@ -243,7 +246,7 @@ class raw_env(AECEnv):
         self._cumulative_rewards[agent] = 0.0
         if agent == self.drafter:
             self.draft, self._draft_clipped = action, clipped
-            self.summary = self.game.summarize(action)
+            self.summary = self.game.summarize(action, self.problem.domain)
             self.agent_selection = self._selector.next()
             return
         self.response = action

@@ -115,7 +115,8 @@ class _Worker:
     def call(self, gold: str, pred: str, timeout: float) -> str:
         """The worker's verdict, or 'timeout' if none came within `timeout` seconds."""
         if not self.ready:  # first use waits for math-verify's import, outside the bound
-            self._readline(60.0)
+            if self._readline(120.0) != '["ready"]\n':
+                raise EOFError("math worker did not start")  # the caller replaces it
             self.ready = True
         self.proc.stdin.write(json.dumps([gold, pred]) + "\n")
         self.proc.stdin.flush()

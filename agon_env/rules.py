@@ -122,6 +122,13 @@ def format_ok(completion: str) -> bool:
     )
 
 
+# ---------------------------------------------------------------- roles
+def drafter_seat(turn: int, fixed: bool = False) -> int:
+    """Which of the two players drafts on episode/step `turn`: 0 on even turns and 1 on odd
+    ones (roles swap every turn), or always 0 with fixed roles (the paper's ablation)."""
+    return 0 if fixed else turn % 2
+
+
 # ---------------------------------------------------------------- rewards
 def drafter_reward(c_a: bool, phi_a: bool, format_weight: float = 0.5) -> float:
     """R(a) = 2c(a) + λφ(a): the ordinary GRPO reward."""
@@ -200,6 +207,25 @@ class GameResult:
         """'drafter', 'challenger', or None for a tie in correctness."""
         ca, cb = self.drafter_info["correct"], self.challenger_info["correct"]
         return None if ca == cb else ("drafter" if ca else "challenger")
+
+
+def game_rates(results: Sequence[GameResult]) -> dict[str, float]:
+    """Who solved what over a batch of games.
+
+    conversion: challenger right where the drafter was wrong; keep: right where the drafter
+    was right (a copier shows conversion 0 and keep 1); win_*: out-solved the rival.
+    """
+    ca = [r.drafter_info["correct"] for r in results]
+    cb = [r.challenger_info["correct"] for r in results]
+    n, right_a = max(len(results), 1), sum(ca)
+    return {
+        "drafter_pass": right_a / n, "challenger_pass": sum(cb) / n,
+        "conversion": sum(b and not a for a, b in zip(ca, cb)) / max(len(ca) - right_a, 1),
+        "keep": sum(a and b for a, b in zip(ca, cb)) / max(right_a, 1),
+        "win_drafter": sum(a and not b for a, b in zip(ca, cb)) / n,
+        "win_challenger": sum(b and not a for a, b in zip(ca, cb)) / n,
+        "tie": sum(a == b for a, b in zip(ca, cb)) / n,
+    }
 
 
 def score_games(

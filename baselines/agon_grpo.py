@@ -25,6 +25,8 @@ import torch
 import tyro
 from tqdm import trange
 
+from agon_env.rules import drafter_seat, game_rates
+
 from .common import CommonArgs, batch_for_step, grpo_update, load_split, make_optimizer, seed_everything
 from .evaluate import choose_direction, evaluate_pair
 from .grpo_loss import group_advantages
@@ -52,54 +54,57 @@ class Args(CommonArgs):
 
 
 # ---------------------------------------------------------------- one optimizer step
-def group_rewards(own, seen, P: int, N: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """[P, N] rewards per role: the drafter is paid on its own drafts (`own`), the
-    challenger on the draft it actually read (`seen`; differs only with a shared opponent)."""
-    r_d = torch.tensor([g.drafter_reward for g in own]).view(P, N)
+def group_rewards(drafter_rewards, seen, P: int, N: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """[P, N] rewards per role: the drafter's on its own drafts, the challenger's from the
+    games it actually played (`seen`: its draft was the one it read)."""
+    r_d = torch.tensor(drafter_rewards, dtype=torch.float).view(P, N)
     r_c = torch.tensor([g.challenger_reward for g in seen]).view(P, N)
     return r_d, r_c
 
 
 def agon_step(step: int, args: Args, game, train, policies, opts, scheds) -> dict:
     t0 = time.perf_counter()
-    d_name, c_name = ("A", "B") if args.fixed_roles or step % 2 == 0 else ("B", "A")
+    d_name, c_name = ("A", "B") if drafter_seat(step, args.fixed_roles) == 0 else ("B", "A")
     drafter, challenger = policies[d_name], policies[c_name]
     problems = batch_for_step(train, step, args.problems_per_step, args.seed)
     P, N = len(problems), args.group_size
     reps = [p for p in problems for _ in range(N)]
-    seed = args.seed * 1_000_003 + step
+    seed = 2 * (args.seed * 1_000_003 + step)  # drafter seed, challenger seed + 1: no reuse across steps
 
     drafts = [g for gs in drafter.generate(game.drafter_prompts(problems), N, args.sampling(), seed) for g in gs]
     shown = [drafts[i - i % N] for i in range(P * N)] if args.shared_opponent else drafts
     prompts = game.challenger_prompts(reps, [d.text for d in shown])
     responses = [gs[0] for gs in challenger.generate(prompts, 1, args.sampling(), seed + 1)]
 
-    own = game.score(reps, [d.text for d in drafts], [r.text for r in responses])
-    seen = game.score(reps, [d.text for d in shown], [r.text for r in responses]) if args.shared_opponent else own
-    r_d, r_c = group_rewards(own, seen, P, N)
+    seen = game.score(reps, [d.text for d in shown], [r.text for r in responses])
+    if args.shared_opponent:  # drafts other than the shown one had no reader: paid GRPO's reward
+        r_own, verdicts = game.grade_solo(reps, [d.text for d in drafts])
+        drafter_pass = sum(v.correct for v in verdicts) / len(verdicts)
+    else:
+        r_own, drafter_pass = [g.drafter_reward for g in seen], None
+    r_d, r_c = group_rewards(r_own, seen, P, N)
     stats_d = grpo_update(drafter, opts[d_name], scheds[d_name], drafts,
                           group_advantages(r_d, args.scale_std).flatten(), args)
     stats_c = grpo_update(challenger, opts[c_name], scheds[c_name], responses,
                           group_advantages(r_c, args.scale_std).flatten(), args)
 
-    c_a = torch.tensor([g.drafter_info["correct"] for g in seen], dtype=torch.float)
-    c_b = torch.tensor([g.challenger_info["correct"] for g in seen], dtype=torch.float)
-    wins = {d_name: float((c_a * (1 - c_b)).mean()), c_name: float((c_b * (1 - c_a)).mean())}
+    rates = game_rates(seen)  # win, conversion, keep: over the games as played
+    drafter_pass = rates["drafter_pass"] if drafter_pass is None else drafter_pass
     zero_std = lambda r: float((r.std(-1) == 0).float().mean())  # noqa: E731
     return {
         "drafter": d_name,
         f"reward/{d_name}_drafter_mean": float(r_d.mean()), f"reward/{d_name}_drafter_std": float(r_d.std()),
         f"reward/{c_name}_challenger_mean": float(r_c.mean()), f"reward/{c_name}_challenger_std": float(r_c.std()),
-        "win/A": wins["A"], "win/B": wins["B"], "tie": float((c_a == c_b).float().mean()),
-        "pass/drafter": float(c_a.mean()), "pass/challenger": float(c_b.mean()),
-        f"pass/{d_name}": float(c_a.mean()), f"pass/{c_name}": float(c_b.mean()),
+        f"win/{d_name}": rates["win_drafter"], f"win/{c_name}": rates["win_challenger"], "tie": rates["tie"],
+        "pass/drafter": drafter_pass, "pass/challenger": rates["challenger_pass"],
+        f"pass/{d_name}": drafter_pass, f"pass/{c_name}": rates["challenger_pass"],
         # The challenger's two ways to be right: fix a wrong draft, or keep a right one.
-        "conversion": float((c_b * (1 - c_a)).sum() / (1 - c_a).sum().clamp(min=1)),
-        "keep": float((c_b * c_a).sum() / c_a.sum().clamp(min=1)),
+        "conversion": rates["conversion"], "keep": rates["keep"],
         "length/drafter": sum(len(g.completion_ids) for g in drafts) / len(drafts),
         "length/challenger": sum(len(g.completion_ids) for g in responses) / len(responses),
         "zero_std/drafter": zero_std(r_d), "zero_std/challenger": zero_std(r_c),
         "clip_frac": (stats_d["clip_frac"] + stats_c["clip_frac"]) / 2, "kl": (stats_d["kl"] + stats_c["kl"]) / 2,
+        "grad_norm/drafter": stats_d["grad_norm"], "grad_norm/challenger": stats_c["grad_norm"],
         "loss/drafter": stats_d["loss"], "loss/challenger": stats_c["loss"], "lr": scheds[d_name].get_last_lr()[0],
         "step_time": time.perf_counter() - t0,
     }
@@ -111,6 +116,8 @@ def main(args: Args) -> dict:
     if args.resume:
         args = replace(Args(**load_config(args.resume)), resume=args.resume)
     args.validate("group-size", args.group_size)
+    if args.shared_opponent and args.reward == "zero_sum":
+        raise SystemExit("error: --reward zero_sum pays drafters by their reader; with --shared-opponent most drafts have none")
     seed_everything(args.seed, args.threads)
     train = load_split(args, "train", args.train_tiers)
     game = args.game(args.reward, train[0].domain, length_tiebreak=args.length_tiebreak, summary=args.summary)

@@ -87,6 +87,8 @@ class CommonArgs:
     """samples per held-out problem for pass@1"""
     eval_temperature: float = 0.7
     """temperature for pass@1"""
+    eval_top_p: float = 1.0
+    """nucleus sampling for pass@1"""
     eval_every: int = 50
     """steps between held-out evaluations on a 100-problem slice (0: only before and after)"""
     out_dir: str = "runs"
@@ -124,7 +126,8 @@ class CommonArgs:
         return SamplingParams(self.temperature, self.top_p, self.max_new_tokens)
 
     def eval_config(self) -> EvalConfig:
-        return EvalConfig(self.eval_samples, self.eval_temperature, 1.0, self.max_new_tokens, True, self.seed + 10_000)
+        return EvalConfig(samples=self.eval_samples, temperature=self.eval_temperature, top_p=self.eval_top_p,
+                          max_new_tokens=self.max_new_tokens, greedy=True, seed=self.seed + 10_000)
 
     def game(self, reward: str = "agon", domain: str = "math", **kw) -> AgonGame:
         if reward not in REWARD_SCHEMES:

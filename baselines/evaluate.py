@@ -19,6 +19,7 @@ from typing import Sequence
 from scipy.stats import beta
 
 from agon_env.game import AgonGame
+from agon_env.rules import game_rates
 from problems.record import Problem
 
 from .policy import Policy, SamplingParams
@@ -88,8 +89,6 @@ def evaluate_cascade(drafter: Policy, answerer: Policy, problems: Sequence[Probl
     Also reports the drafter's own accuracy on those drafts, and the conversion rate
     (answer right where the draft was wrong) and keep rate (right where the draft was right).
     """
-    reps = [p for p in problems for _ in range(cfg.samples)]
-
     def run(params, n):
         drafts = _flat(drafter.generate(game.drafter_prompts(problems), n, params, seed=cfg.seed), n)
         reps_n = [p for p in problems for _ in range(n)]
@@ -98,18 +97,14 @@ def evaluate_cascade(drafter: Policy, answerer: Policy, problems: Sequence[Probl
         return answers, game.score(reps_n, [d.text for d in drafts], [a.text for a in answers])
 
     answers, results = run(cfg.params(), cfg.samples)
-    assert len(results) == len(reps)
-    c_a = [r.drafter_info["correct"] for r in results]
-    c_b = [r.challenger_info["correct"] for r in results]
-    wrong_a, right_a = sum(not a for a in c_a), sum(c_a)
+    rates = game_rates(results)
     greedy = None
     if cfg.greedy:
         greedy = [r.challenger_info["correct"] for r in run(cfg.params(greedy=True), 1)[1]]
     return _summary(
-        f"{drafter.name}→{answerer.name}", c_b, [len(a.completion_ids) for a in answers], greedy,
-        drafter_pass=right_a / max(len(c_a), 1),
-        conversion=sum(b and not a for a, b in zip(c_a, c_b)) / max(wrong_a, 1),
-        keep=sum(b and a for a, b in zip(c_a, c_b)) / max(right_a, 1),
+        f"{drafter.name}→{answerer.name}", [r.challenger_info["correct"] for r in results],
+        [len(a.completion_ids) for a in answers], greedy,
+        drafter_pass=rates["drafter_pass"], conversion=rates["conversion"], keep=rates["keep"],
     )
 
 

@@ -306,6 +306,11 @@ class HFPolicy(Policy):
 
 # ---------------------------------------------------------------- loading
 def resolve_device(device: str) -> str:
+    """'auto' → 'cuda' when available, else 'cpu'; also silences transformers' per-load
+    "Loading weights" bar, which is noise in a run's output (every loader calls this first)."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     return device

@@ -129,8 +129,8 @@ class EngineConfig:
     """share of GPU memory vLLM may take (the HF training copy needs the rest)"""
     dtype: str = "auto"
     """engine dtype; 'auto' uses the HF model's, so sampled log-probs match recomputed ones"""
-    max_model_len: int = 8192
-    """longest prompt + completion"""
+    max_model_len: int = 16384
+    """longest prompt + completion (the paper's setting allows 8,192 new tokens after the prompt)"""
 
 
 class VLLMPolicy(Policy):

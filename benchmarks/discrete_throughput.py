@@ -10,17 +10,14 @@ benchmarks/results/discrete_throughput.{json,md}.
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import time
-from pathlib import Path
 
 import numpy as np
 from pettingzoo.classic import tictactoe_v3
 
 from agon_env import discrete
+from benchmarks.report import write_report
 
-RESULTS = Path(__file__).parent / "results"
 
 
 def steps_per_second(make, seconds: float, seed: int = 0) -> tuple[float, float]:
@@ -59,20 +56,11 @@ def main():
     for name, make in envs.items():
         sps, eps = steps_per_second(make, args.seconds)
         rows.append({"env": name, "steps_per_s": round(sps), "episodes_per_s": round(eps)})
-    meta = {"python": platform.python_version(), "machine": platform.processor() or platform.machine(),
-            "seconds_per_env": args.seconds, "policy": "uniform random legal actions",
-            "note": ("steps include the terminal None steps of the AEC API; tictactoe samples from its action mask "
-                     "(agon has none), which is part of its cost; shared 2-core CPU under load, expect ±20%")}
-    header = f"| env | steps/s | episodes/s |\n|---|---:|---:|\n"
-    table = header + "".join(f"| {r['env']} | {r['steps_per_s']:,} | {r['episodes_per_s']:,} |\n" for r in rows)
-    print(table)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "discrete_throughput.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
-    (RESULTS / "discrete_throughput.md").write_text(
-        "# Discrete Agon vs tictactoe_v3: AEC steps per second\n\n" + table
-        + f"\n{meta['policy']}, {args.seconds:g} s per env, Python {meta['python']}. {meta['note']}.\n")
-    print(f"results: {RESULTS / 'discrete_throughput.json'} and {RESULTS / 'discrete_throughput.md'}")
-
+    write_report("discrete_throughput", "Discrete Agon vs tictactoe_v3: AEC steps per second", rows, [
+        f"uniform random legal actions, {args.seconds:g} s per env",
+        "steps include the terminal None steps of the AEC API; tictactoe samples from its action mask "
+        "(agon has none), which is part of its cost",
+    ])
 
 if __name__ == "__main__":
     main()

@@ -102,7 +102,7 @@ def main() -> None:
     write_report("grading_throughput", "Batched math-verify grading throughput", grade_rows, [
         f"target: >= 1.7x one process on 2 cores -> {speedup:.2f}x ({'met' if speedup >= 1.7 else 'NOT met'})",
         "Each answer is LaTeX that misses the exact fast path, so every one runs math-verify.",
-    ])
+    ], command="python -m benchmarks.env_throughput")
 
 
 if __name__ == "__main__":

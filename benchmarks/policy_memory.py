@@ -133,7 +133,7 @@ def main(args: Args) -> None:
     write_report("policy_step", "Tiny model: one GRPO-sized step (16 sequences, generation + update)", rows, notes=[
         "update = log-probs with gradient, policy-gradient loss, clip, AdamW; median of reps",
         "the CPU is shared with other jobs while measuring: CPU seconds are the steadier figure",
-    ])
+    ], command="python -m benchmarks.policy_memory")
 
 
 if __name__ == "__main__":

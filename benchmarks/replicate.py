@@ -41,6 +41,7 @@ from __future__ import annotations
 import contextlib
 import json
 import multiprocessing as mp
+import sys
 import time
 from collections import defaultdict
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -402,7 +403,7 @@ def main(args: Args) -> dict:
     public = [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows]
     jpath, mpath = write_report(cfg.name, "Agon and the paper's baselines at our scale (Table 3 shape)", public, notes,
                                 {"config": asdict(cfg), "estimated_s": estimate, "wall_s": wall, "results": results},
-                                out_dir=results_dir)
+                                out_dir=results_dir, command="python -m benchmarks.replicate " + " ".join(sys.argv[1:]))
     with mpath.open("a") as f:
         f.write(f"\n![pass@1 over training]({png.name})\n")
     print(f"outputs: {jpath}, {mpath}, {png}; run directories and logs in {cfg.runs_dir}/")

@@ -34,14 +34,14 @@ def test_conversion_bonus_reaches_challenger_and_groups_are_own():
     drafts = [ans(0), ans(1), ans(2), ans(2)]   # group 1: wrong, right; group 2: right, right
     responses = [ans(1), ans(1), ans(2), ans(0)]  # converts the wrong draft; keeps; keeps; misses
     own = game.score(reps, drafts, responses)
-    r_d, r_c = agon_grpo.group_rewards(own, own, 2, 2)
+    r_d, r_c = agon_grpo.group_rewards([g.drafter_reward for g in own], own, 2, 2)
     assert r_c.tolist() == [[3.5, 2.5], [2.5, 0.5]]  # 2c + bonus + λφ: the bonus only for the conversion
     assert r_d.tolist() == [[0.5, 2.5], [2.5, 2.5]]
     adv_c = group_advantages(r_c)
     assert adv_c[0, 0] > 0 and torch.allclose(adv_c.sum(-1), torch.zeros(2), atol=1e-5)  # centred per own group
     assert torch.equal(group_advantages(r_d)[1], torch.zeros(2))  # the drafter's all-right group: no signal
     coop = AgonGame(reward="cooperative", grader=ExactMatchGrader()).score(reps, drafts, responses)
-    assert agon_grpo.group_rewards(coop, coop, 2, 2)[1][0].tolist() == [2.5, 2.5]  # no bonus: no gradient
+    assert agon_grpo.group_rewards([0.0] * 4, coop, 2, 2)[1][0].tolist() == [2.5, 2.5]  # no bonus: no gradient
 
 
 def test_batch_for_step_is_a_function_of_the_step():
@@ -54,7 +54,7 @@ def test_batch_for_step_is_a_function_of_the_step():
 
 @pytest.fixture(scope="module")
 def pair_setup():
-    args = agon_grpo.Args(**{**TINY, "group_size": 8, "problems_per_step": 4})  # groups big enough to carry signal
+    args = agon_grpo.Args(**{**TINY, "group_size": 8, "problems_per_step": 8})  # at T=0.7 most groups are all-right or all-wrong
     seed_everything(0, 1)
     game = args.game()
     train = load_split(args, "train", args.train_tiers)
