@@ -139,6 +139,7 @@ def main(args: Args) -> dict:
         print(f"resumed {run.path} at step {start}")
     else:
         start, before = 0, evaluate_pair(a, b, test, game, ecfg)
+        run.log(0, model_rows(before, "eval/"))
 
     bar = trange(start, args.steps, desc="agon_grpo", disable=not args.progress, dynamic_ncols=True)
     for step in bar:
@@ -163,7 +164,7 @@ def main(args: Args) -> dict:
             "drafter reward": ["reward/A_drafter_mean", "reward/B_drafter_mean"],
             "challenger reward": ["reward/A_challenger_mean", "reward/B_challenger_mean"]}, "Agon rewards"),
         plot_series(run.path / "heldout.png", history, {
-            "held-out pass@1": ["eval/A", "eval/B", "eval/A→B", "eval/B→A"],
+            f"held-out pass@1 (mid-run: first 100 of {len(test)})": ["eval/A", "eval/B", "eval/A→B", "eval/B→A"],
             "length (tokens)": ["length/drafter", "length/challenger"]}, "Held-out pass@1 and length"),
     ]
     summary = final_table(run.path, "agon_grpo", args, before, after, direction, history,

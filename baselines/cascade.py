@@ -30,40 +30,16 @@ from benchmarks.report import markdown_table
 from problems.record import Problem
 
 from .common import CommonArgs, load_split, seed_everything
-from .evaluate import EvalConfig, choose_direction, evaluate_cascade, evaluate_pair
+from .evaluate import EvalConfig, InferenceArgs, choose_direction, evaluate_cascade, evaluate_pair
 from .policy import Policy, load_pair, load_policy
 
 
 @dataclass
-class Args:
+class Args(InferenceArgs):
     """Cascade evaluation of a pair, direction chosen on validation, reported on test."""
 
     model: str = "tiny"
     """an agon_grpo run directory, 'tiny', 'A_PATH,B_PATH', or one base model (two fresh LoRA adapters)"""
-    problems: str = "arith"
-    """problem source: 'arith' (bundled), a .jsonl path, or 'deepmath:PATH'"""
-    eval_tier: str = "hard"
-    """difficulty tier evaluated ('all' for every tier)"""
-    eval_problems: int = 300
-    """problems per split (validation picks the direction, test reports it)"""
-    eval_samples: int = 4
-    """samples per problem at the evaluation temperature (pass@1 is their mean)"""
-    eval_temperature: float = 0.7
-    """sampling temperature"""
-    max_new_tokens: int = 128
-    """completion length limit in tokens, per stage"""
-    template: str = "auto"
-    """prompt template: 'auto' (the run's, or 'compact' for the tiny models), 'default' or 'compact'"""
-    seed: int = 0
-    """evaluation sampling seed (the learners evaluate with seed + 10000)"""
-    threads: int = 2
-    """torch CPU threads"""
-    device: str = "auto"
-    """'auto', 'cpu' or 'cuda'"""
-    backend: str = "auto"
-    """generation backend: 'auto', 'hf' or 'vllm'"""
-    out_dir: str = "runs"
-    """where cascade.json and cascade.md go (in a new cascade-<time> directory)"""
 
 
 # ---------------------------------------------------------------- loading trained models
@@ -179,7 +155,7 @@ def main(args: Args) -> dict:
     data = replace(common, problems=args.problems)
     validation = load_split(data, "validation", args.eval_tier, args.eval_problems)
     test = load_split(data, "test", args.eval_tier, args.eval_problems)
-    cfg = EvalConfig(args.eval_samples, args.eval_temperature, 1.0, args.max_new_tokens, True, args.seed)
+    cfg = args.eval_config(greedy=True)
     report = cascade_report(policies["A"], policies["B"], validation, test, game, cfg)
 
     table = report_table(report)

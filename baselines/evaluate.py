@@ -55,7 +55,41 @@ class EvalConfig:
         return SamplingParams(self.temperature, self.top_p, self.max_new_tokens, greedy)
 
 
-def _summary(name: str, correct: list[bool], lengths: list[int], greedy: list[bool] | None, **extra) -> dict:
+@dataclass
+class InferenceArgs:
+    """Options shared by the inference-only methods (cascade, MoA, self-refinement)."""
+
+    problems: str = "arith"
+    """problem source: 'arith' (bundled), a .jsonl path, or 'deepmath:PATH'"""
+    eval_tier: str = "hard"
+    """difficulty tier evaluated ('all' for every tier)"""
+    eval_problems: int = 300
+    """problems evaluated per split"""
+    eval_samples: int = 4
+    """samples per problem at the evaluation temperature (pass@1 is their mean)"""
+    eval_temperature: float = 0.7
+    """sampling temperature"""
+    max_new_tokens: int = 128
+    """completion length limit in tokens, per model call"""
+    template: str = "auto"
+    """prompt template: 'auto' (a run's own, 'compact' for the tiny models, else 'default'), or a template name"""
+    seed: int = 0
+    """evaluation sampling seed (the learners evaluate with seed + 10000)"""
+    threads: int = 2
+    """torch CPU threads"""
+    device: str = "auto"
+    """'auto', 'cpu' or 'cuda'"""
+    backend: str = "auto"
+    """generation backend: 'auto', 'hf' or 'vllm'"""
+    out_dir: str = "runs"
+    """parent of the new <tool>-<time> directory its JSON and markdown go to"""
+
+    def eval_config(self, greedy: bool) -> "EvalConfig":
+        return EvalConfig(samples=self.eval_samples, temperature=self.eval_temperature,
+                          max_new_tokens=self.max_new_tokens, greedy=greedy, seed=self.seed)
+
+
+def summary_row(name: str, correct: list[bool], lengths: list[int], greedy: list[bool] | None, **extra) -> dict:
     k, n = sum(correct), len(correct)
     lo, hi = clopper_pearson(k, n)
     row = {"method": name, "pass@1": k / max(n, 1), "ci_low": lo, "ci_high": hi, "n": n,
@@ -79,7 +113,7 @@ def evaluate_single(policy: Policy, problems: Sequence[Problem], game: AgonGame,
     if cfg.greedy:
         g1 = [gs[0].text for gs in policy.generate(prompts, 1, cfg.params(greedy=True), seed=cfg.seed)]
         greedy = [v.correct for v in game.grade_solo(problems, g1)[1]]
-    return _summary(policy.name, [v.correct for v in verdicts], [len(g.completion_ids) for g in gens], greedy)
+    return summary_row(policy.name, [v.correct for v in verdicts], [len(g.completion_ids) for g in gens], greedy)
 
 
 def evaluate_cascade(drafter: Policy, answerer: Policy, problems: Sequence[Problem], game: AgonGame,
@@ -101,7 +135,7 @@ def evaluate_cascade(drafter: Policy, answerer: Policy, problems: Sequence[Probl
     greedy = None
     if cfg.greedy:
         greedy = [r.challenger_info["correct"] for r in run(cfg.params(greedy=True), 1)[1]]
-    return _summary(
+    return summary_row(
         f"{drafter.name}→{answerer.name}", [r.challenger_info["correct"] for r in results],
         [len(a.completion_ids) for a in answers], greedy,
         drafter_pass=rates["drafter_pass"], conversion=rates["conversion"], keep=rates["keep"],

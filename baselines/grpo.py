@@ -95,6 +95,7 @@ def main(args: Args) -> dict:
         print(f"resumed {run.path} at step {start}")
     else:
         start, before = 0, [evaluate_single(policy, test, game, ecfg)]
+        run.log(0, model_rows(before, "eval/"))
 
     bar = trange(start, args.steps, desc="grpo", disable=not args.progress, dynamic_ncols=True)
     for step in bar:
@@ -110,7 +111,7 @@ def main(args: Args) -> dict:
     run.log(args.steps, model_rows(after, "eval/"))
     history = run.history()
     plot = plot_series(run.path / "training.png", history, {
-        "reward": ["reward/mean"], "held-out pass@1": ["eval/GRPO"], "length (tokens)": ["length"]}, "GRPO")
+        "reward": ["reward/mean"], f"held-out pass@1 (mid-run: first 100 of {len(test)})": ["eval/GRPO"], "length (tokens)": ["length"]}, "GRPO")
     summary = final_table(run.path, "grpo", args, before, after, None, history, time.perf_counter() - t_start)
     run.close()
     print(f"\noutputs in {run.path}: metrics.jsonl, tb/ (TensorBoard), checkpoint/, summary.md, {plot.name if plot else ''}")

@@ -34,7 +34,7 @@ from problems.record import Problem
 
 from .cascade import load_models
 from .common import load_split, seed_everything
-from .evaluate import EvalConfig, _summary
+from .evaluate import EvalConfig, InferenceArgs, summary_row
 from .policy import Policy
 
 # Aggregate-and-synthesize prompts per base template. `{proposals}` is filled by `PROPOSAL`.
@@ -84,37 +84,13 @@ class MoAConfig:
 
 
 @dataclass
-class Args(MoAConfig):
+class Args(InferenceArgs, MoAConfig):
     """Untrained Mixture-of-Agents on a pair."""
 
     model: str = "tiny"
     """'tiny', 'A_PATH,B_PATH', one base model (two LoRA adapters), or an agon_grpo run directory"""
     split: str = "test"
     """split evaluated: 'validation' or 'test'"""
-    problems: str = "arith"
-    """problem source: 'arith' (bundled), a .jsonl path, or 'deepmath:PATH'"""
-    eval_tier: str = "hard"
-    """difficulty tier evaluated ('all' for every tier)"""
-    eval_problems: int = 300
-    """problems evaluated"""
-    eval_samples: int = 4
-    """independent MoA runs per problem (pass@1 is their mean)"""
-    eval_temperature: float = 0.7
-    """sampling temperature for proposers and aggregator"""
-    max_new_tokens: int = 128
-    """completion length limit in tokens, per call"""
-    template: str = "auto"
-    """prompt template: 'auto' ('compact' for the tiny models, else 'default'), 'default' or 'compact'"""
-    seed: int = 0
-    """sampling seed"""
-    threads: int = 2
-    """torch CPU threads"""
-    device: str = "auto"
-    """'auto', 'cpu' or 'cuda'"""
-    backend: str = "auto"
-    """generation backend: 'auto', 'hf' or 'vllm'"""
-    out_dir: str = "runs"
-    """where moa.json and moa.md go (in a new moa-<time> directory)"""
 
 
 def aggregate_prompt(template: str, question: str, proposals: Sequence[str]) -> str:
@@ -156,7 +132,7 @@ def evaluate_moa(models: dict[str, Policy], problems: Sequence[Problem], game: A
     _, proposal_verdicts = game.grade_solo([p for p in reps for _ in range(moa.k)], [t for ps in proposals for t in ps])
     right = [v.correct for v in proposal_verdicts]
     any_right = [any(right[i * moa.k:(i + 1) * moa.k]) for i in range(len(reps))]
-    return _summary(moa.name, [v.correct for v in verdicts], [len(g.completion_ids) for g in finals], None,
+    return summary_row(moa.name, [v.correct for v in verdicts], [len(g.completion_ids) for g in finals], None,
                     proposal_pass=sum(right) / max(len(right), 1), any_proposal_right=sum(any_right) / max(len(reps), 1),
                     calls_per_answer=moa.k * moa.layers + 1)
 
@@ -171,7 +147,7 @@ def main(args: Args) -> dict:
     if set(models) != {"A", "B"}:
         raise SystemExit(f"error: --model {args.model!r} is a single-model run; MoA here needs a pair")
     problems = load_split(replace(common, problems=args.problems), args.split, args.eval_tier, args.eval_problems)
-    cfg = EvalConfig(args.eval_samples, args.eval_temperature, 1.0, args.max_new_tokens, False, args.seed)
+    cfg = args.eval_config(greedy=False)
     row = evaluate_moa(models, problems, game, args, cfg)
 
     table = markdown_table([{"method": row["method"], "pass@1": f"{100 * row['pass@1']:.1f}",

@@ -32,7 +32,7 @@ from problems.record import Problem
 
 from .cascade import is_run_dir, load_run, run_args
 from .common import CommonArgs, load_split, seed_everything
-from .evaluate import EvalConfig, evaluate_cascade
+from .evaluate import EvalConfig, InferenceArgs, evaluate_cascade
 from .policy import Policy, load_policy
 
 METHODS = ("refine", "self_cascade")
@@ -49,7 +49,7 @@ REFINE = {
 
 
 @dataclass
-class Args:
+class Args(InferenceArgs):
     """Self-refinement and the two-pass self-cascade of one model."""
 
     model: str = "tiny:a"
@@ -58,30 +58,6 @@ class Args:
     """comma-separated: 'refine' (revise its own answer) and/or 'self_cascade' (read its own summary)"""
     split: str = "test"
     """split evaluated: 'validation' or 'test'"""
-    problems: str = "arith"
-    """problem source: 'arith' (bundled), a .jsonl path, or 'deepmath:PATH'"""
-    eval_tier: str = "hard"
-    """difficulty tier evaluated ('all' for every tier)"""
-    eval_problems: int = 300
-    """problems evaluated"""
-    eval_samples: int = 4
-    """samples per problem (pass@1 is their mean)"""
-    eval_temperature: float = 0.7
-    """sampling temperature for both passes"""
-    max_new_tokens: int = 128
-    """completion length limit in tokens, per pass"""
-    template: str = "auto"
-    """prompt template: 'auto' (the run's, or 'compact' for the tiny models), 'default' or 'compact'"""
-    seed: int = 0
-    """evaluation sampling seed"""
-    threads: int = 2
-    """torch CPU threads"""
-    device: str = "auto"
-    """'auto', 'cpu' or 'cuda'"""
-    backend: str = "auto"
-    """generation backend: 'auto', 'hf' or 'vllm'"""
-    out_dir: str = "runs"
-    """where single_model.json and .md go (in a new single_model-<time> directory)"""
 
 
 def refine_game(game: AgonGame) -> AgonGame:
@@ -129,7 +105,7 @@ def main(args: Args) -> list[dict]:
         common = replace(common, template=args.template)
     game = common.game()
     problems = load_split(replace(common, problems=args.problems), args.split, args.eval_tier, args.eval_problems)
-    cfg = EvalConfig(args.eval_samples, args.eval_temperature, 1.0, args.max_new_tokens, False, args.seed)
+    cfg = args.eval_config(greedy=False)
     rows = [EVALUATORS[m](policy, problems, game, cfg) for m in methods]
 
     table = markdown_table([{"method": r["method"], "pass@1": f"{100 * r['pass@1']:.1f}",

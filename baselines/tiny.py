@@ -14,7 +14,6 @@ eval` prints per-tier accuracy of A, B and both cascades.
 
 from __future__ import annotations
 
-import string
 from dataclasses import dataclass
 from pathlib import Path
 

@@ -106,7 +106,7 @@ def main() -> None:
                      "ms/program": 1000 * sec, "overhead ms/program": 1000 * (sec - bare)})
     rows.sort(key=lambda r: (r["tests/program"], r["workers"], r["runner"] != "bare subprocess.run", r["runner"]))
     colds = {iso: cold_start(iso) for iso in isolations}
-    notes = [f"cold start (first program of a fresh sandbox, supervisor start included): "
+    notes = ["cold start (first program of a fresh sandbox, supervisor start included): "
              + ", ".join(f"{iso} {1000 * t:.0f} ms" for iso, t in colds.items()),
              "overhead = sandbox ms/program minus bare ms/program in the same cell; "
              f"median of {args.rounds} interleaved rounds",

@@ -56,7 +56,7 @@ def test_cli_show(capsys):
     first = load("arith", split="test", tier="hard")[0]
     assert out.count("  Q: ") == 2 and first.question in out and first.solution in out
     summary_line = next(line for line in out.splitlines() if "summary (challenger sees)" in line)
-    assert f"<answer>" not in summary_line and "<think>" not in summary_line
+    assert "<answer>" not in summary_line and "<think>" not in summary_line
 
 
 def test_cli_stats_arith(capsys):
