@@ -161,12 +161,7 @@ def main(args: Args) -> dict:
     table = report_table(report)
     note = (f"{args.eval_tier} tier, {len(test)} test problems × {args.eval_samples} samples; direction chosen on "
             f"{len(validation)} validation problems; 95% Clopper-Pearson; {time.perf_counter() - t0:.0f} s wall.")
-    print(f"\n{table}\n\n- {note}")
-    out = Path(args.out_dir) / f"cascade-{time.strftime('%Y%m%d-%H%M%S')}"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "cascade.json").write_text(json.dumps({"model": args.model, **report}, indent=2))
-    (out / "cascade.md").write_text(f"# Cascade: {args.model}\n\n{table}\n\n- {note}\n")
-    print(f"\noutputs in {out}: cascade.json, cascade.md")
+    args.write_outputs("cascade", "Cascade", report, table, note)
     return report
 
 

@@ -13,7 +13,10 @@ split (`choose_direction`) and only then reported on the test split.
 
 from __future__ import annotations
 
+import json
+import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Sequence
 
 from scipy.stats import beta
@@ -83,6 +86,17 @@ class InferenceArgs:
     """generation backend: 'auto', 'hf' or 'vllm'"""
     out_dir: str = "runs"
     """parent of the new <tool>-<time> directory its JSON and markdown go to"""
+
+    def write_outputs(self, tool: str, title: str, payload: dict, table: str, note: str) -> Path:
+        """Print the table, then write `<tool>.json` and `<tool>.md` into a new `out_dir/<tool>-<time>/`."""
+        print(f"\n{table}\n\n- {note}")
+        out = Path(self.out_dir) / f"{tool}-{time.strftime('%Y%m%d-%H%M%S')}"
+        out.mkdir(parents=True, exist_ok=True)
+        model = getattr(self, "model", "")
+        (out / f"{tool}.json").write_text(json.dumps({"model": model, **payload}, indent=2))
+        (out / f"{tool}.md").write_text(f"# {title}: {model}\n\n{table}\n\n- {note}\n")
+        print(f"\noutputs in {out}: {tool}.json, {tool}.md")
+        return out
 
     def eval_config(self, greedy: bool) -> "EvalConfig":
         return EvalConfig(samples=self.eval_samples, temperature=self.eval_temperature,

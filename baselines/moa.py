@@ -18,10 +18,8 @@ untrained" row, the inference-time way to spend several models on one problem.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Sequence
 
 import tyro
@@ -157,12 +155,7 @@ def main(args: Args) -> dict:
                              "length (tokens)": f"{row['mean_length']:.1f}", "calls per answer": row["calls_per_answer"]}])
     note = f"{args.split} split, {args.eval_tier} tier, {len(problems)} problems × {args.eval_samples} runs; " \
            f"{time.perf_counter() - t0:.0f} s wall."
-    print(f"\n{table}\n\n- {note}")
-    out = Path(args.out_dir) / f"moa-{time.strftime('%Y%m%d-%H%M%S')}"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "moa.json").write_text(json.dumps({"model": args.model, "row": row}, indent=2))
-    (out / "moa.md").write_text(f"# Mixture-of-Agents: {args.model}\n\n{table}\n\n- {note}\n")
-    print(f"\noutputs in {out}: moa.json, moa.md")
+    args.write_outputs("moa", "Mixture-of-Agents", {"row": row}, table, note)
     return row
 
 

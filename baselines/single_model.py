@@ -17,10 +17,8 @@ challenger layout with the answer left in; the LLM template asks for a revision 
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Sequence
 
 import tyro
@@ -114,12 +112,7 @@ def main(args: Args) -> list[dict]:
                              "conversion / keep": f"{r['conversion']:.2f} / {r['keep']:.2f}"} for r in rows])
     note = f"{args.split} split, {args.eval_tier} tier, {len(problems)} problems × {args.eval_samples} samples; " \
            f"{time.perf_counter() - t0:.0f} s wall."
-    print(f"\n{table}\n\n- {note}")
-    out = Path(args.out_dir) / f"single_model-{time.strftime('%Y%m%d-%H%M%S')}"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "single_model.json").write_text(json.dumps({"model": args.model, "rows": rows}, indent=2))
-    (out / "single_model.md").write_text(f"# Single-model two-pass: {args.model}\n\n{table}\n\n- {note}\n")
-    print(f"\noutputs in {out}: single_model.json, single_model.md")
+    args.write_outputs("single_model", "Single-model two-pass", {"rows": rows}, table, note)
     return rows
 
 
