@@ -40,7 +40,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from .record import Problem, data_files, read_jsonl
+from .record import Problem, read_jsonl
 
 BUNDLED_CODE_EASY = Path(__file__).parent / "data" / "code_easy.jsonl"
 SUFFIXES = (".jsonl", ".json", ".parquet")
@@ -55,9 +55,22 @@ def load_code_easy(split: str | None = None) -> list[Problem]:
 
 
 # ---------------------------------------------------------------- reading rows
+def _files(path: Path) -> list[Path]:
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.suffix in SUFFIXES)
+        if not files:
+            raise ValueError(f"{path}: no {'/'.join(SUFFIXES)} files in this directory")
+        return files
+    if path.suffix not in SUFFIXES:
+        raise ValueError(f"{path}: expected a {'/'.join(SUFFIXES)} file or a directory of them")
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    return [path]
+
+
 def read_rows(path: str | Path) -> Iterator[tuple[str, dict[str, Any]]]:
     """(where, row) pairs; `where` names the file and row for error messages."""
-    for f in data_files(path, SUFFIXES):
+    for f in _files(Path(path)):
         if f.suffix == ".parquet":
             import pyarrow.parquet as pq
 

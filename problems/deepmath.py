@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .generate import normalise
-from .record import Problem, data_files
+from .record import Problem
 
 HUB_NAME = "zwhe99/DeepMath-103K"
 HARD_DIFFICULTY = 8.0
@@ -61,6 +61,17 @@ def is_deepmath_path(path: str | Path) -> bool:
         except json.JSONDecodeError:
             return False
     return False
+
+
+def _files(path: Path) -> list[Path]:
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.suffix in SUFFIXES)
+        if not files:
+            raise ValueError(f"{path}: no {' or '.join(SUFFIXES)} files in this directory")
+        return files
+    if path.suffix not in SUFFIXES:
+        raise ValueError(f"{path}: expected a {' or '.join(SUFFIXES)} file or a directory of them")
+    return [path]
 
 
 def _parquet_rows(path: Path, columns: tuple[str, ...] | None) -> Iterator[tuple[str, Any]]:
@@ -111,7 +122,7 @@ def iter_rows(path: str | Path, columns: tuple[str, ...] | None = None) -> Itera
             yield from _hub_rows(str(path))
             return
         raise FileNotFoundError(f"DeepMath path {str(path)!r} does not exist")
-    for f in data_files(p, SUFFIXES):
+    for f in _files(p):
         yield from (_parquet_rows(f, columns) if f.suffix == ".parquet" else _jsonl_rows(f))
 
 

@@ -76,22 +76,6 @@ class Problem:
         return cls(**kw)
 
 
-def data_files(path: str | Path, suffixes: tuple[str, ...]) -> list[Path]:
-    """`path` itself, or the files in directory `path` with one of `suffixes`, sorted."""
-    path = Path(path)
-    kinds = " or ".join(suffixes)
-    if path.is_dir():
-        files = sorted(p for p in path.iterdir() if p.suffix in suffixes)
-        if not files:
-            raise ValueError(f"{path}: no {kinds} files in this directory")
-        return files
-    if path.suffix not in suffixes:
-        raise ValueError(f"{path}: expected a {kinds} file or a directory of them")
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no such file")
-    return [path]
-
-
 def write_jsonl(problems: Iterable[Problem], path: str | Path) -> Path:
     """Write problems one JSON object per line; returns the path."""
     path = Path(path)
