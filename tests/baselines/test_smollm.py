@@ -57,3 +57,20 @@ def test_one_lora_step_trains_both_adapters(pair):
     na = len(a.parameters())
     moved = [not torch.equal(x, y) for x, y in zip(before, params)]
     assert any(moved[:na]) and all(moved[na:])
+
+
+def test_merged_checkpoint_opens_in_transformers(pair, tmp_path):
+    """A base read from GGUF still saves as an ordinary checkpoint (what vLLM serves)."""
+    from transformers import AutoModelForCausalLM
+
+    from baselines.policy import HFPolicy
+
+    a, b = pair
+    b.save_merged(tmp_path / "b")
+    m = AutoModelForCausalLM.from_pretrained(tmp_path / "b")
+    assert getattr(m, "hf_quantizer", None) is None
+    merged = HFPolicy(m, b.tokenizer, "B merged")
+    g = b.generate(["What is 2+3?"], n=1, params=SamplingParams(max_new_tokens=8), seed=2)[0][0]
+    args = ([g.prompt_ids], [g.completion_ids])
+    torch.testing.assert_close(merged.token_logprobs(*args)[0].detach(), b.token_logprobs(*args)[0].detach(),
+                               atol=1e-4, rtol=0)

