@@ -11,6 +11,8 @@ the held-out hard tier, for `--seeds` seeds:
 - self-refinement and the GRPO two-pass self-cascade: the GRPO model revises its own
   answer, or reads its own draft's summary (`baselines.single_model`);
 - MoA untrained: both untrained models propose, A aggregates (`baselines.moa`);
+- cascade untrained: Agon's pair before training, in the direction Agon chose (so what
+  training added to the cascade is Agon minus this row);
 - shared opponent, cooperative, Agon, and the ablations margin reward and fixed roles
   (`baselines.agon_grpo`), each reported as its cascade in the direction chosen on the
   validation split, per seed; "Agon: drafter alone" is that direction's drafter by itself.
@@ -20,6 +22,8 @@ per-seed values are listed beside it. Wall time and rollouts are per method, sum
 seeds, so compute parity is visible. Jobs (one per method and seed) run in `--jobs`
 processes; each writes its learner's run directory and a log under `--runs-dir`.
 Outputs: `benchmarks/results/<name>.{json,md}` and `<name>_pass_at_1.png`.
+`--from-results benchmarks/results/<name>.json` rebuilds the table and plot from a finished
+run (its run directories must still exist) without training anything again.
 
 GPU recipe, the paper's setting (not run here): the learners' shared options pass through
 as `--learner.*`; these are the flags of `configs/paper_qwen3_0.6b.sh`:
@@ -67,8 +71,12 @@ TRAINED = {
     "fixed roles (ablation)": ("agon", {"fixed_roles": True}),
 }
 # Table rows in the paper's order, ablations last.
-ORDER = ["zero-shot", "GRPO", "self-refinement", "GRPO two-pass self-cascade", "MoA untrained", "shared opponent",
-         "cooperative", "Agon", "Agon: drafter alone", "margin reward (ablation)", "fixed roles (ablation)"]
+ORDER = ["zero-shot", "GRPO", "self-refinement", "GRPO two-pass self-cascade", "MoA untrained", "cascade untrained",
+         "shared opponent", "cooperative", "Agon", "Agon: drafter alone", "margin reward (ablation)",
+         "fixed roles (ablation)"]
+# Rows read off another method's run: (the run's method, what the total-wall column says).
+DERIVED = {"zero-shot": ("GRPO", "in GRPO"), "cascade untrained": ("Agon", "in Agon"),
+           "Agon: drafter alone": ("Agon", "in Agon")}
 JOB_OVERHEAD_S = 6.0  # model loading, TensorBoard and plots per job: an assumption, not a measurement
 
 
@@ -98,6 +106,9 @@ class Args:
     """where <name>.json, <name>.md and the plot go"""
     name: str = "replicate"
     """results file stem (--quick makes it replicate_quick)"""
+    from_results: str | None = None
+    """a finished run's <name>.json: rebuild its table and plot from it and its run directories, training nothing
+    (its own configuration is used; of the other options only --results-dir counts)"""
     learner: CommonArgs = field(default_factory=cpu_budget)
     """what every learner and evaluation shares: model, data, sampling, optimiser, steps, evaluation size"""
 
@@ -138,10 +149,15 @@ def slug(method: str) -> str:
 
 
 def train_job(cfg: Args, method: str, seed: int, **_) -> dict:
-    """Train one method; its reported rows come from the learner's own final evaluation."""
+    """Train one method; its reported rows come from the learner's own evaluations."""
     args = learner_args(cfg, method, seed)
-    summary = (grpo if TRAINED[method][0] == "grpo" else agon_grpo).main(args)
-    run_dir = Path(args.out_dir) / args.run_name
+    (grpo if TRAINED[method][0] == "grpo" else agon_grpo).main(args)
+    return run_rows(cfg, method, Path(args.out_dir) / args.run_name)
+
+
+def run_rows(cfg: Args, method: str, run_dir: Path) -> dict:
+    """A trained method's rows, curve and compute, read from its learner's run directory."""
+    summary = json.loads((run_dir / "summary.json").read_text())
     history = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines() if x.strip()]
     before, after = ({r["method"]: r for r in summary[k]} for k in ("before", "after"))
     if method == "GRPO":
@@ -151,6 +167,7 @@ def train_job(cfg: Args, method: str, seed: int, **_) -> dict:
         rows = {method: after[direction]}
         if method == "Agon":
             rows["Agon: drafter alone"] = after[direction.split("→")[0]]
+            rows["cascade untrained"] = before[direction]
     curve = [(0, before[key]["pass@1"])] + [(r["step"], r[f"eval/{key}"]) for r in history if f"eval/{key}" in r]
     return {"rows": rows, "curve": curve, "direction": direction, "run_dir": str(run_dir),
             "train_rollouts": cfg.learner.steps * cfg.learner.problems_per_step * 2 * cfg.group_size,
@@ -267,7 +284,7 @@ def table(results: list[dict], cfg: Args) -> list[dict]:
         k = sum(round(r["pass@1"] * r["n"]) for _, r in runs)
         n = sum(r["n"] for _, r in runs)
         lo, hi = clopper_pearson(k, n)
-        trained = "train_rollouts" in runs[0][0] and method != "zero-shot"
+        trained = "train_rollouts" in runs[0][0] and method not in ("zero-shot", "cascade untrained")
         inherits = method in ("self-refinement", "GRPO two-pass self-cascade")
         train_rollouts = sum(res["train_rollouts"] for res, _ in runs) if trained else \
             sum(grpo_by_seed[res["seed"]]["train_rollouts"] for res, _ in runs) if inherits else 0
@@ -284,8 +301,7 @@ def table(results: list[dict], cfg: Args) -> list[dict]:
             "rollouts/problem/step": 2 * cfg.group_size if trained or inherits else 0,
             "train rollouts": train_rollouts,
             "train wall (s)": f"{train_wall:.0f}",
-            "total wall (s)": "in GRPO" if method == "zero-shot" else
-            "in Agon" if method == "Agon: drafter alone" else f"{eval_wall + (train_wall if inherits else 0):.0f}",
+            "total wall (s)": DERIVED[method][1] if method in DERIVED else f"{eval_wall + (train_wall if inherits else 0):.0f}",
             "conversion / keep": " / ".join(f"{sum(r[x] for _, r in runs) / len(runs):.2f}" for x in ("conversion", "keep"))
             if "conversion" in runs[0][1] else "",
             "direction (validation)": ", ".join(res["direction"] for res, _ in runs) if runs[0][0].get("direction") else "",
@@ -298,7 +314,8 @@ def comparisons(rows: list[dict]) -> list[str]:
     """The two questions the issue asks, answered from the pooled numbers."""
     by = {r["method"]: r for r in rows}
     out = []
-    for a, b in (("Agon", "GRPO"), ("MoA untrained", "zero-shot"), ("Agon", "zero-shot"), ("GRPO", "zero-shot")):
+    for a, b in (("Agon", "GRPO"), ("MoA untrained", "zero-shot"), ("Agon", "zero-shot"), ("GRPO", "zero-shot"),
+                 ("Agon", "cascade untrained")):
         if a in by and b in by:
             pa, pb = by[a]["_k"] / by[a]["_n"], by[b]["_k"] / by[b]["_n"]
             overlap = by[a]["_ci"][0] <= by[b]["_ci"][1] and by[b]["_ci"][0] <= by[a]["_ci"][1]
@@ -321,9 +338,9 @@ def plot(results: list[dict], rows: list[dict], path: Path) -> Path:
         if steps:
             ax.plot(steps, [100 * sum(c[s] for c in curves) / len(curves) for s in steps], marker="o", ms=3, label=method)
     for row in rows:
-        if row["method"] in ("zero-shot", "MoA untrained"):
-            ax.axhline(100 * row["_k"] / row["_n"], ls="--", lw=1, color="grey" if row["method"] == "zero-shot" else "black",
-                       label=f"{row['method']} (untrained)")
+        style = {"zero-shot": "grey", "MoA untrained": "black", "cascade untrained": "tab:brown"}
+        if row["method"] in style:
+            ax.axhline(100 * row["_k"] / row["_n"], ls="--", lw=1, color=style[row["method"]], label=row["method"])
     ax.set(xlabel="optimizer step", ylabel="held-out pass@1 (%)",
            title="pass@1 over training (mean over seeds; pairs: validation-chosen cascade)")
     ax.grid(alpha=0.3)
@@ -336,8 +353,35 @@ def plot(results: list[dict], rows: list[dict], path: Path) -> Path:
 
 # ---------------------------------------------------------------- the run
 def main(args: Args) -> dict:
-    cfg = args.budget()
-    cfg.validate()
+    if args.from_results:
+        cfg, results, estimate, wall = rebuild(Path(args.from_results), args.results_dir)
+    else:
+        cfg = args.budget()
+        cfg.validate()
+        results, estimate, wall = run_all(cfg)
+    return report(cfg, results, estimate, wall, "python -m benchmarks.replicate " + " ".join(sys.argv[1:]),
+                  rebuilt=bool(args.from_results))
+
+
+def rebuild(path: Path, results_dir: str) -> tuple[Args, list[dict], float, float]:
+    """A finished run's config (writing to `results_dir`) and job results, with trained rows
+    re-read from its run directories."""
+    if not path.exists():
+        raise SystemExit(f"error: --from-results {path}: no such file")
+    data = json.loads(path.read_text())
+    raw = data["config"]
+    cfg = Args(**{**raw, "from_results": None, "results_dir": results_dir, "learner": CommonArgs(**raw["learner"])})
+    methods = {slug(m): m for m in TRAINED}
+    for res in data["results"]:
+        if res["kind"] == "train":
+            if not Path(res["run_dir"], "summary.json").exists():
+                raise SystemExit(f"error: {res['run_dir']}/summary.json is missing; rebuilding needs the run directories")
+            res.update(run_rows(cfg, methods[res["job"].rsplit("-s", 1)[0]], Path(res["run_dir"])))
+    return cfg, data["results"], data["estimated_s"], data["wall_s"]
+
+
+def run_all(cfg: Args) -> tuple[list[dict], float, float]:
+    """Run every job (training, MoA, self-refinement); returns (results, estimated s, wall s)."""
     t_start = time.perf_counter()
     jobs = [{"id": f"{slug(m)}-s{s}", "kind": "train", "method": m, "seed": s} for s in range(cfg.seeds) for m in TRAINED]
     jobs += [{"id": f"moa-s{s}", "kind": "moa", "method": "MoA untrained", "seed": s} for s in range(cfg.seeds)]
@@ -380,8 +424,11 @@ def main(args: Args) -> dict:
                     if follow:
                         pending.add(pool.submit(run_job, follow))
     bar.close()
-    wall = time.perf_counter() - t_start
+    return results, estimate, time.perf_counter() - t_start
 
+
+def report(cfg: Args, results: list[dict], estimate: float, wall: float, command: str, rebuilt: bool = False) -> dict:
+    """The table, its notes and the plot, written under cfg.results_dir."""
     rows = table(results, cfg)
     results_dir = Path(cfg.results_dir)
     results_dir.mkdir(parents=True, exist_ok=True)
@@ -398,12 +445,13 @@ def main(args: Args) -> dict:
         "zero-shot is GRPO's model before training. Total wall includes each learner's own evaluations.",
         *comparisons(rows),
         f"Wall time: estimated {estimate / 60:.1f} min, actual {wall / 60:.1f} min ({cfg.jobs} process(es), "
-        f"{L.threads} thread(s) each).",
+        f"{L.threads} thread(s) each)" + (", as measured by the run this table was rebuilt from (nothing was "
+                                          "retrained)." if rebuilt else "."),
     ]
     public = [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows]
     jpath, mpath = write_report(cfg.name, "Agon and the paper's baselines at our scale (Table 3 shape)", public, notes,
                                 {"config": asdict(cfg), "estimated_s": estimate, "wall_s": wall, "results": results},
-                                out_dir=results_dir, command="python -m benchmarks.replicate " + " ".join(sys.argv[1:]))
+                                out_dir=results_dir, command=command)
     with mpath.open("a") as f:
         f.write(f"\n![pass@1 over training]({png.name})\n")
     print(f"outputs: {jpath}, {mpath}, {png}; run directories and logs in {cfg.runs_dir}/")

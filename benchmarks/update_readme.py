@@ -21,6 +21,7 @@ START, END = "<!-- generated: python -m benchmarks.update_readme -->", "<!-- end
 def section(name: str) -> str:
     md = (RESULTS / f"{name}.md").read_text().strip()
     md = re.sub(r"^# (.*)$", r"### \1", md, count=1, flags=re.M)  # demote the file's title
+    md = re.sub(r"\]\(([^/):]+\.png)\)", r"](benchmarks/results/\1)", md)  # images sit beside the .md
     return md + f"\n\n(from `benchmarks/results/{name}.md`)"
 
 

@@ -1,4 +1,4 @@
-"""`benchmarks.replicate --quick` end to end: every method trains or runs, and the table is written."""
+"""`benchmarks.replicate --quick` end to end: every method trains or runs, the table is written and rebuilds."""
 
 import json
 import os
@@ -43,3 +43,16 @@ def test_quick_replicate_writes_the_table(tmp_path):
     chosen = next(a for a in summary["after"] if a["method"] == summary["direction"])
     assert rows["Agon"]["per seed"] == f"{100 * chosen['pass@1']:.1f}"
     assert (runs / "self-s0.log").exists() and (runs / "moa-s0.log").exists()
+
+    # The untrained cascade is Agon's pair before training, in the direction Agon chose.
+    chosen_before = next(a for a in summary["before"] if a["method"] == summary["direction"])
+    assert rows["cascade untrained"]["per seed"] == f"{100 * chosen_before['pass@1']:.1f}"
+
+    # --from-results rebuilds the same table from the finished run, training nothing.
+    r = subprocess.run([sys.executable, "-m", "benchmarks.replicate", "--from-results", str(results / "replicate_quick.json"),
+                        "--results-dir", str(results)], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "replicate:" not in r.stdout  # no jobs ran
+    rebuilt = json.loads((results / "replicate_quick.json").read_text())
+    assert rebuilt["rows"] == report["rows"] and "nothing was retrained" in rebuilt["notes"][-1]
