@@ -62,15 +62,21 @@ def _guard(ev, args, _home=os.getcwd() + os.sep, _bad=(
                 raise PermissionError(f"sandbox: {ev} outside the working directory: {p}")
 sys.addaudithook(_guard)
 """
-_RUN_FILE = "exec(compile(open('solution.py').read(), 'solution.py', 'exec'), {'__name__': '__main__'})"
+# The solution runs as if by `python /its/workdir/solution.py`: __file__ and sys.argv[0] name it.
+_RUN_FILE = r"""
+import os, sys
+sys.argv[0] = _f = os.path.abspath("solution.py")
+exec(compile(open(_f).read(), _f, "exec"), {"__name__": "__main__", "__file__": _f})
+"""
 # Call-based tests: the solution's own prints go to stderr; only the result reaches stdout.
 _RUN_CALL = r"""
 import json, os, sys
 _out = os.dup(1); os.dup2(2, 1)
 _spec = json.load(sys.stdin)
 sys.stdin = open(os.devnull)
-_g = {"__name__": "solution"}
-exec(compile(open("solution.py").read(), "solution.py", "exec"), _g)
+sys.argv[0] = _f = os.path.abspath("solution.py")
+_g = {"__name__": "solution", "__file__": _f}
+exec(compile(open(_f).read(), _f, "exec"), _g)
 _fn = _g.get(_spec["fn_name"])
 if _fn is None and "Solution" in _g:
     _fn = getattr(_g["Solution"](), _spec["fn_name"])
@@ -159,12 +165,14 @@ def _wait(child, timeout):
 
 
 def _sweep(root_pid, child):
-    """Kill everything the test left running, and reap it."""
+    """Kill everything the test left running, and reap it (the test's own process first,
+    so its exit status is kept)."""
     if root_pid:
         try:
             os.kill(-1, signal.SIGKILL)  # from PID 1: every other process in the namespace
         except ProcessLookupError:
             pass
+        child.wait()
         while True:  # orphans re-parent to us: reap them all
             try:
                 os.waitpid(-1, 0)

@@ -14,11 +14,15 @@ Tests (the schema `Problem.tests` uses for code):
 
 Verdicts: passed, wrong_answer, timeout, memory, runtime_error, output_limit,
 sandbox_error. A run's verdict is `passed` if every test passed, else the verdict of its
-first failing test.
+first failing test. Each test's `returncode` is its real exit status (-9 when killed at the
+wall limit, -24 at the CPU limit; None if never started). `__file__` names the solution in
+its private working directory.
 
 Isolation: `namespace` (Linux, root): PID, mount, network, IPC and UTS namespaces, every
 mount read-only, the repository and home directories hidden, a private tmpfs /tmp,
-and an unprivileged uid per worker slot; one supervisor per slot stays warm between runs. `process` (anywhere else): rlimits, a private
+and an unprivileged uid per worker slot, from a range no other live Sandbox on the host
+holds; one supervisor per slot stays warm between runs, and one that dies mid-run is
+replaced and the run retried once. `process` (anywhere else): rlimits, a private
 temporary directory, a new session, a Python audit hook against sockets, processes
 and ctypes, and a sweep of leftovers by an environment marker. `auto` picks the first.
 """
@@ -42,7 +46,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Sequence
 
-VERDICTS = ("passed", "wrong_answer", "timeout", "memory", "runtime_error", "output_limit", "sandbox_error")
+from . import _sandbox_uids
+
 ISOLATIONS = ("auto", "namespace", "process")
 
 _PKG = os.path.dirname(os.path.abspath(__file__))
@@ -78,7 +83,10 @@ class SandboxConfig:
     """Extra directories to hide from solutions (namespace isolation); the repository,
     the working directory and home directories are always hidden."""
     uid_base: int = 61000
-    """Worker slot i runs solutions as uid/gid uid_base + i (namespace isolation)."""
+    """First uid of the host-wide pool; each live Sandbox takes `workers` uids from it, one
+    per slot, never shared with another live Sandbox (namespace isolation)."""
+    uid_pool: int = 4000
+    """Uids in the pool, uid_base .. uid_base + uid_pool - 1."""
 
     def __post_init__(self):
         if self.isolation not in ISOLATIONS:
@@ -155,7 +163,7 @@ class _Slot:
         return {
             "timeout": c.timeout, "memory_mb": c.memory_mb, "output_limit": c.output_limit,
             "max_procs": c.max_procs, "total_timeout": c.total_timeout, "stop_on_failure": c.stop_on_failure,
-            "site": c.site_packages, "uid": c.uid_base + self.index if ns else None, "guard": not ns,
+            "site": c.site_packages, "uid": self.sandbox._uid_start() + self.index if ns else None, "guard": not ns,
             "workdir": self.workdir, "python": _base_python(), "python_prefix": sys.base_prefix,
             "hidden_paths": sorted(os.path.realpath(p) for p in hidden),
             "tmpfs_mb": 2 * c.output_limit // 2**20 + 256,  # room for large test inputs; tmpfs uses only what is written
@@ -178,8 +186,8 @@ class _Slot:
         self.writable = tuple(reply["fs_writable"])
 
     def _ask(self, message: dict, timeout: float) -> dict:
-        """Send one line, wait up to `timeout` s for the reply line; a dead or silent
-        supervisor is reported as {'error': ...}."""
+        """Send one line, wait up to `timeout` s for the reply line. A dead or silent
+        supervisor is reported as {'error', 'dead'}, plus 'retry' if it died (not overran)."""
         try:
             self.proc.stdin.write(json.dumps(message).encode() + b"\n")
             self.proc.stdin.flush()
@@ -187,24 +195,27 @@ class _Slot:
                 return {"error": f"supervisor overran its {timeout:.0f} s budget", "dead": True}
             line = self.proc.stdout.readline()
         except OSError as e:
-            return {"error": f"supervisor pipe failed: {e}", "dead": True}
+            return {"error": f"supervisor pipe failed: {e}", "dead": True, "retry": True}
         if not line:
-            return {"error": f"supervisor exited with status {self.proc.wait()}", "dead": True}
+            return {"error": f"supervisor exited with status {self.proc.wait()}", "dead": True, "retry": True}
         return json.loads(line)
 
     def run(self, code: str, tests: list[dict], timeout: float, memory_mb: int) -> RunResult:
         if self.owner != os.getpid():  # a forked copy: the warm supervisor is the parent's
             self.proc, self.workdir = None, None
-        if self.proc is None or self.proc.poll() is not None:
-            self.close()
-            self._start()
         c = self.sandbox.config
         budget = c.total_timeout + len(tests) * (timeout + 1.0) + 10.0
-        reply = self._ask({"code": code, "tests": tests, "timeout": timeout, "memory_mb": memory_mb}, budget)
-        if self.sandbox.isolation == "process":
-            _sweep_marker(self.marker)
-        if reply.get("dead"):
-            self.close()  # next run starts a fresh supervisor
+        for _ in range(2):  # a supervisor that died (not one that overran) is replaced once
+            if self.proc is None or self.proc.poll() is not None:
+                self.close()
+                self._start()
+            reply = self._ask({"code": code, "tests": tests, "timeout": timeout, "memory_mb": memory_mb}, budget)
+            if self.sandbox.isolation == "process":
+                _sweep_marker(self.marker)
+            if reply.get("dead"):
+                self.close()
+            if not reply.get("retry"):
+                break
         if "error" in reply:
             return RunResult("sandbox_error", 0.0, [], reply["error"])
         return _summarise(reply["results"], len(tests), self.writable)
@@ -234,7 +245,7 @@ class Sandbox:
     """Runs untrusted programs against tests; thread-safe, parallel in `run_batch`.
 
     Each worker slot keeps one supervisor warm between runs; `close()` (also run at
-    exit) stops them. A pickled copy starts its own.
+    exit) stops them and gives back the uid range. A pickled or forked copy starts its own.
     """
 
     def __init__(self, config: SandboxConfig = SandboxConfig()):
@@ -251,7 +262,17 @@ class Sandbox:
             self._slots.put(slot)
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
+        self._uids: tuple[int, int] | None = None  # (first uid, owning pid), taken at first use
+        self._uid_lock = threading.Lock()
         atexit.register(self.close)
+
+    def _uid_start(self) -> int:
+        """The first uid of this Sandbox's host-wide range (allocated once per process)."""
+        with self._uid_lock:
+            if self._uids is None or self._uids[1] != os.getpid():
+                c = self.config
+                self._uids = (_sandbox_uids.acquire(self.workers, c.uid_base, c.uid_pool), os.getpid())
+            return self._uids[0]
 
     def run(self, code: str, tests: Sequence[dict], timeout: float | None = None,
             memory_mb: int | None = None) -> RunResult:
@@ -284,6 +305,10 @@ class Sandbox:
                 self._pool = None
         for slot in self._all:
             slot.close()
+        with self._uid_lock:
+            if self._uids is not None and self._uids[1] == os.getpid():
+                _sandbox_uids.release(self._uids[0])
+            self._uids = None
 
     def __getstate__(self):
         return {"config": self.config}

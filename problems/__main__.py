@@ -5,11 +5,16 @@
     python -m problems stats arith
     python -m problems stats path/to/deepmath.parquet     # or a .jsonl file or a directory
     python -m problems build                              # regenerate problems/data/arith.jsonl
+
+Bad rows in a file are listed, one ``FILE line N: what was wrong`` each, and the command
+exits with status 2; ``--skip-bad`` loads the good rows and prints how many it skipped.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
+import warnings
 from collections import Counter
 from pathlib import Path
 
@@ -17,22 +22,42 @@ from .arith import TIERS
 from .generate import BUNDLED_PATH, BUNDLED_SEED, BUNDLED_SIZES, SPLIT_ORDER, generate_arith
 from .deepmath import HARD_DIFFICULTY, is_binary, is_deepmath_path, read_deepmath
 from .record import SPLITS, Problem, write_jsonl
+from .rows import DataError, SkippedRows
 from .sources import SOURCES, load
 
 
 def _problems(args) -> list[Problem]:
-    """The problems NAME names. DeepMath is read whole (every difficulty, no split), so
-    stats can show what the hard split keeps and drops."""
+    """The problems NAME names; a data or usage error is printed (every bad row) and exits 2."""
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", SkippedRows)
+            problems = _read(args)
+    except DataError as e:
+        n = len(e.errors)
+        print(f"error: {n} bad row{'s' * (n != 1)}:", *str(e).splitlines(), sep="\n  ", file=sys.stderr)
+        print("fix them, or pass --skip-bad to load the good rows", file=sys.stderr)
+        raise SystemExit(2) from None
+    except (ValueError, TypeError, OSError, ImportError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+    for w in caught:
+        print(f"warning: {w.message}", file=sys.stderr)
+    return problems
+
+
+def _read(args) -> list[Problem]:
+    """DeepMath is read whole (every difficulty, no split), so stats can show what the hard
+    split keeps and drops."""
     if args.name == "deepmath":
         if not args.path:
-            raise SystemExit("source 'deepmath' needs --path (a parquet/JSONL file or directory)")
-        return read_deepmath(args.path)
+            raise ValueError("source 'deepmath' needs --path (a parquet/JSONL file or directory)")
+        return read_deepmath(args.path, skip_bad=args.skip_bad)
     if is_deepmath_path(args.name):
-        return read_deepmath(args.name)
-    options = {}
+        return read_deepmath(args.name, skip_bad=args.skip_bad)
+    options = {"path": args.path} if args.path else {}
     if args.name == "reasoning_gym":
         options = {"task": args.task, "n": args.n}
-    return load(args.name, split=args.split, tier=args.tier, **options)
+    return load(args.name, split=args.split, tier=args.tier, skip_bad=args.skip_bad, **options)
 
 
 def cmd_list(args) -> None:
@@ -89,7 +114,9 @@ def main(argv: list[str] | None = None) -> None:
         p.add_argument("--n", type=int, default=3, help="problems to show (reasoning_gym: items to generate)")
         p.add_argument("--split", choices=SPLITS, help="only this split (DeepMath files are read whole, unsplit)")
         p.add_argument("--tier", help="only this tier (metadata['tier'], e.g. hard)")
-        p.add_argument("--path", help="the DeepMath file or directory, for NAME=deepmath")
+        p.add_argument("--path", help="the file or directory, for sources that read one (deepmath, code_contests, ...)")
+        p.add_argument("--skip-bad", action="store_true", help="load the good rows of a file with bad ones, "
+                       "and print how many were skipped (default: list the bad rows and exit 2)")
         p.add_argument("--task", default="basic_arithmetic", help="the task, for NAME=reasoning_gym")
         p.set_defaults(fn=fn)
     b = sub.add_parser("build", help="regenerate the bundled arith set (or another seed/size into --out)")

@@ -6,9 +6,10 @@ schema (`agon_env.sandbox`): stdin/stdout ``{"input": str, "output": str}`` or c
 source's time limit in seconds when it has one (the code grader can use it).
 
 Files: ``.jsonl`` (one row per line), ``.json`` (a list of rows), ``.parquet`` (needs
-``pyarrow``), or a directory of them (read in name order). A malformed row raises
-``ValueError`` naming the file, the row and the field, e.g.
-``train-00000.parquet row 12: 'public_tests' must have equal input and output lists``.
+``pyarrow``), or a directory of them (read in name order). Malformed rows raise one
+`problems.rows.DataError` naming each by file, row and field, e.g.
+``train-00000.parquet row 12: 'public_tests' must have equal input and output lists``;
+``skip_bad=True`` loads the good rows instead and warns how many were skipped.
 
 - **CodeContests** (deepmind/code_contests): ``name``, ``description``,
   ``public_tests`` / ``private_tests`` / ``generated_tests`` as ``{"input": [...],
@@ -32,15 +33,17 @@ from __future__ import annotations
 
 import base64
 import io
+import itertools
 import json
 import pickle
 import re
 import zlib
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable
 
 from .record import Problem, read_jsonl
+from .rows import parse_rows, read_rows
 
 BUNDLED_CODE_EASY = Path(__file__).parent / "data" / "code_easy.jsonl"
 SUFFIXES = (".jsonl", ".json", ".parquet")
@@ -54,44 +57,7 @@ def load_code_easy(split: str | None = None) -> list[Problem]:
     return [p for p in read_jsonl(BUNDLED_CODE_EASY) if split is None or p.split == split]
 
 
-# ---------------------------------------------------------------- reading rows
-def _files(path: Path) -> list[Path]:
-    if path.is_dir():
-        files = sorted(p for p in path.iterdir() if p.suffix in SUFFIXES)
-        if not files:
-            raise ValueError(f"{path}: no {'/'.join(SUFFIXES)} files in this directory")
-        return files
-    if path.suffix not in SUFFIXES:
-        raise ValueError(f"{path}: expected a {'/'.join(SUFFIXES)} file or a directory of them")
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no such file")
-    return [path]
-
-
-def read_rows(path: str | Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(where, row) pairs; `where` names the file and row for error messages."""
-    for f in _files(Path(path)):
-        if f.suffix == ".parquet":
-            import pyarrow.parquet as pq
-
-            for i, row in enumerate(pq.read_table(f).to_pylist(), 1):
-                yield f"{f.name} row {i}", row
-        elif f.suffix == ".json":
-            rows = json.loads(f.read_text(encoding="utf-8"))
-            if not isinstance(rows, list):
-                raise ValueError(f"{f.name}: expected a JSON list of rows, got {type(rows).__name__}")
-            for i, row in enumerate(rows, 1):
-                yield f"{f.name} row {i}", row
-        else:
-            with f.open(encoding="utf-8") as fh:
-                for i, line in enumerate(fh, 1):
-                    if line.strip():
-                        try:
-                            yield f"{f.name} line {i}", json.loads(line)
-                        except json.JSONDecodeError as e:
-                            raise ValueError(f"{f.name} line {i}: not JSON ({e.msg})") from None
-
-
+# ---------------------------------------------------------------- shared helpers
 def _need(row: dict, key: str, where: str) -> Any:
     if row.get(key) in (None, ""):
         raise ValueError(f"{where}: missing {key!r}")
@@ -103,23 +69,32 @@ def _text(v: Any) -> str:
     return "\n".join(map(str, v)) + "\n" if isinstance(v, list) else str(v)
 
 
-def _collect(path, make: Callable[[str, dict, int], Problem | None], keep: Callable[[dict], bool],
-             split: str | None, limit: int | None) -> list[Problem]:
-    out = []
-    for i, (where, row) in enumerate(read_rows(path)):
-        if limit is not None and len(out) >= limit:
-            break
-        if keep(row) and (p := make(where, row, i)) is not None:
-            out.append(replace(p, split=split) if split else p)
-    return out
+def _collect(path, make: Callable[[str, dict, int], Problem | None], keep: Callable[[str, dict], bool],
+             split: str | None, limit: int | None, skip_bad: bool) -> list[Problem]:
+    index = itertools.count()
+
+    def parse(where: str, row: dict) -> Problem | None:
+        i = next(index)
+        p = make(where, row, i) if keep(where, row) else None
+        return replace(p, split=split) if p is not None and split else p
+
+    return parse_rows(read_rows(path, SUFFIXES), parse, str(path), skip_bad, limit)
 
 
-def _word_filter(difficulties: Iterable[str] | None) -> Callable[[dict], bool]:
+def _word_filter(difficulties: Iterable[str] | None) -> Callable[[str, dict], bool]:
     keep = None if difficulties is None else {d.lower() for d in difficulties}
-    return lambda row: keep is None or str(row.get("difficulty", "")).lower() in keep
+    return lambda where, row: keep is None or str(row.get("difficulty", "")).lower() in keep
 
 
 # ---------------------------------------------------------------- CodeContests
+def _cc_difficulty(row: dict, where: str) -> int:
+    try:
+        return int(row.get("difficulty") or 0)
+    except (TypeError, ValueError):
+        raise ValueError(f"{where}: 'difficulty' must be the CodeContests enum (an int), "
+                         f"got {row['difficulty']!r}") from None
+
+
 def code_contests_problem(row: dict, where: str, max_tests: int | None = None) -> Problem:
     tests, n_public = [], 0
     for kind in ("public_tests", "private_tests", "generated_tests"):
@@ -131,7 +106,7 @@ def code_contests_problem(row: dict, where: str, max_tests: int | None = None) -
         n_public += len(ins) if kind == "public_tests" else 0
     if not tests:
         raise ValueError(f"{where}: no tests in public_tests, private_tests or generated_tests")
-    d = int(row.get("difficulty") or 0)
+    d = _cc_difficulty(row, where)
     tl = row.get("time_limit") or {}
     meta = {"difficulty_name": CC_DIFFICULTIES[d] if 0 <= d < len(CC_DIFFICULTIES) else str(d),
             "n_public": n_public, "memory_limit_bytes": row.get("memory_limit_bytes")}
@@ -144,16 +119,17 @@ def code_contests_problem(row: dict, where: str, max_tests: int | None = None) -
 
 def load_code_contests(path: str | Path, difficulties: Iterable[int | str] | None = None,
                        max_tests: int | None = None, split: str | None = None,
-                       limit: int | None = None) -> list[Problem]:
+                       limit: int | None = None, skip_bad: bool = False) -> list[Problem]:
     """CodeContests rows as problems.
 
     `difficulties` keeps only those enum values or names (e.g. ``["EASY", "A"]``);
-    `max_tests` caps tests per problem (public first); `split` is stamped on every problem.
+    `max_tests` caps tests per problem (public first); `split` is stamped on every problem;
+    `limit` stops after that many problems; `skip_bad` leaves bad rows out with a warning.
     """
     keep = None if difficulties is None else {
         CC_DIFFICULTIES.index(d) if isinstance(d, str) else int(d) for d in difficulties}
     return _collect(path, lambda where, row, i: code_contests_problem(row, where, max_tests),
-                    lambda row: keep is None or int(row.get("difficulty") or 0) in keep, split, limit)
+                    lambda where, row: keep is None or _cc_difficulty(row, where) in keep, split, limit, skip_bad)
 
 
 # ---------------------------------------------------------------- APPS / TACO
@@ -170,7 +146,10 @@ def apps_problem(row: dict, where: str, source: str = "apps", index: int = 0) ->
     try:
         io_ = json.loads(raw) if isinstance(raw, str) else raw
     except json.JSONDecodeError as e:
-        raise ValueError(f"{where}: 'input_output' is not JSON ({e.msg})") from None
+        raise ValueError(f"{where}: 'input_output' is not JSON ({e})") from None
+    if not isinstance(io_, dict):
+        raise ValueError(f"{where}: 'input_output' must be an object with inputs and outputs, "
+                         f"got {type(io_).__name__}")
     ins, outs = io_.get("inputs") or [], io_.get("outputs") or []
     if len(ins) != len(outs):
         raise ValueError(f"{where}: 'input_output' has {len(ins)} inputs and {len(outs)} outputs")
@@ -194,14 +173,14 @@ def apps_problem(row: dict, where: str, source: str = "apps", index: int = 0) ->
 
 
 def load_apps(path: str | Path, difficulties: Iterable[str] | None = None, source: str = "apps",
-              split: str | None = None, limit: int | None = None) -> list[Problem]:
+              split: str | None = None, limit: int | None = None, skip_bad: bool = False) -> list[Problem]:
     """APPS or TACO rows (`source="taco"` for TACO ids); rows without tests are skipped.
 
     `difficulties` keeps those words, case-insensitive (APPS: introductory, interview,
     competition; TACO: EASY, MEDIUM, MEDIUM_HARD, HARD, VERY_HARD).
     """
     return _collect(path, lambda where, row, i: apps_problem(row, where, source, i),
-                    _word_filter(difficulties), split, limit)
+                    _word_filter(difficulties), split, limit, skip_bad)
 
 
 # ---------------------------------------------------------------- LiveCodeBench
@@ -227,13 +206,21 @@ def _lcb_cases(raw: Any, where: str, field: str) -> list[dict]:
 
 def livecodebench_problem(row: dict, where: str, include_private: bool = True) -> Problem:
     meta_raw = row.get("metadata") or "{}"
-    meta_in = json.loads(meta_raw) if isinstance(meta_raw, str) else meta_raw
+    try:
+        meta_in = json.loads(meta_raw) if isinstance(meta_raw, str) else meta_raw
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{where}: 'metadata' is not JSON ({e})") from None
+    if not isinstance(meta_in, dict):
+        raise ValueError(f"{where}: 'metadata' must be a JSON object, got {type(meta_in).__name__}")
     cases = _lcb_cases(row.get("public_test_cases"), where, "public_test_cases")
     n_public = len(cases)
     if include_private:
         cases += _lcb_cases(row.get("private_test_cases"), where, "private_test_cases")
     tests = []
     for i, c in enumerate(cases):
+        if not isinstance(c, dict):
+            raise ValueError(f"{where}: test {i} must be an object with input, output and testtype, "
+                             f"got {type(c).__name__}")
         if c.get("testtype") == "functional":
             fn = meta_in.get("func_name")
             if not fn:
@@ -260,7 +247,7 @@ def livecodebench_problem(row: dict, where: str, include_private: bool = True) -
 
 def load_livecodebench(path: str | Path, difficulties: Iterable[str] | None = None,
                        include_private: bool = True, split: str | None = None,
-                       limit: int | None = None) -> list[Problem]:
+                       limit: int | None = None, skip_bad: bool = False) -> list[Problem]:
     """LiveCodeBench code-generation rows; `difficulties` e.g. ``["easy"]``."""
     return _collect(path, lambda where, row, i: livecodebench_problem(row, where, include_private),
-                    _word_filter(difficulties), split, limit)
+                    _word_filter(difficulties), split, limit, skip_bad)

@@ -2,9 +2,10 @@
 
 A row has ``question`` (str), ``final_answer`` (str), ``difficulty`` (float), ``topic``
 (str) and ``r1_solution_1..3`` (str). Rows come from a local ``.parquet`` file (needs
-``pyarrow``), a ``.jsonl`` file, or a directory of them (read in name order). A malformed
-row raises ``ValueError`` naming the file, the 1-based line or row, and the field, e.g.
-``part-0.jsonl line 17: missing 'final_answer'``.
+``pyarrow``), a ``.jsonl`` file, or a directory of them (read in name order). Malformed
+rows raise one `problems.rows.DataError` that names each by file, 1-based line or row,
+and field, e.g. ``part-0.jsonl line 17: missing 'final_answer'``; ``skip_bad=True``
+loads the good rows instead and warns how many were skipped.
 
 The paper's hard split is ``difficulty == 8`` with binary answers (yes/no/true/false, after
 stripping ``$``, ``\\text{}``, ``\\boxed{}`` and punctuation) removed. `load_deepmath`
@@ -23,6 +24,7 @@ That path is documented, not tested here (no network).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
 import re
@@ -32,6 +34,7 @@ from typing import Any, Iterator
 
 from .generate import normalise
 from .record import Problem
+from .rows import parse_rows, read_rows
 
 HUB_NAME = "zwhe99/DeepMath-103K"
 HARD_DIFFICULTY = 8.0
@@ -49,57 +52,21 @@ def is_binary(answer: str) -> bool:
 
 
 def is_deepmath_path(path: str | Path) -> bool:
-    """A parquet file, a directory, or a JSONL file whose first row has DeepMath's 'final_answer'."""
+    """A parquet file, a directory, or a JSONL file whose first object row (among its first
+    few lines, so one bad line does not hide the schema) has DeepMath's 'final_answer'."""
     p = Path(path)
     if p.is_dir() or p.suffix == ".parquet":
         return True
     if p.suffix == ".jsonl" and p.is_file():
-        with p.open(encoding="utf-8") as f:
-            first = next((line for line in f if line.strip()), "{}")
-        try:
-            return isinstance(row := json.loads(first), dict) and "final_answer" in row
-        except json.JSONDecodeError:
-            return False
+        with p.open(encoding="utf-8", errors="replace") as f:
+            for line in itertools.islice(f, 20):
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(row, dict):
+                    return "final_answer" in row
     return False
-
-
-def _files(path: Path) -> list[Path]:
-    if path.is_dir():
-        files = sorted(p for p in path.iterdir() if p.suffix in SUFFIXES)
-        if not files:
-            raise ValueError(f"{path}: no {' or '.join(SUFFIXES)} files in this directory")
-        return files
-    if path.suffix not in SUFFIXES:
-        raise ValueError(f"{path}: expected a {' or '.join(SUFFIXES)} file or a directory of them")
-    return [path]
-
-
-def _parquet_rows(path: Path, columns: tuple[str, ...] | None) -> Iterator[tuple[str, Any]]:
-    try:
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise ImportError(f"{path.name}: reading parquet needs pyarrow (pip install pyarrow), "
-                          "or convert the file to JSONL") from None
-    f = pq.ParquetFile(path)
-    if columns is not None:  # skip the long r1 solutions unless asked: ~1 GB for the full set
-        columns = [c for c in columns if c in f.schema_arrow.names]
-    row = 0
-    for batch in f.iter_batches(columns=columns):
-        for r in batch.to_pylist():
-            row += 1
-            yield f"{path.name} row {row}", r
-
-
-def _jsonl_rows(path: Path) -> Iterator[tuple[str, Any]]:
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            where = f"{path.name} line {lineno}"
-            try:
-                yield where, json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{where}: invalid JSON ({e.msg})") from None
 
 
 def _hub_rows(name: str) -> Iterator[tuple[str, Any]]:
@@ -113,23 +80,18 @@ def _hub_rows(name: str) -> Iterator[tuple[str, Any]]:
 
 
 def iter_rows(path: str | Path, columns: tuple[str, ...] | None = None) -> Iterator[tuple[str, Any]]:
-    """(where, raw row) pairs; `where` names the file and line or row for error messages.
-
-    `columns` limits what parquet files read (JSONL lines are parsed whole)."""
+    """(where, raw row) pairs (see `problems.rows.read_rows`); `columns` limits parquet reads."""
     p = Path(path)
     if not p.exists():
         if re.fullmatch(r"[\w.-]+/[\w.-]+", str(path)) and not p.suffix:
             yield from _hub_rows(str(path))
             return
         raise FileNotFoundError(f"DeepMath path {str(path)!r} does not exist")
-    for f in _files(p):
-        yield from (_parquet_rows(f, columns) if f.suffix == ".parquet" else _jsonl_rows(f))
+    yield from read_rows(p, SUFFIXES, columns)
 
 
-def parse_row(row: Any, where: str, keep_solutions: bool = False) -> Problem:
+def parse_row(row: dict, where: str, keep_solutions: bool = False) -> Problem:
     """One DeepMath row as a Problem (no split yet); a bad field raises ValueError naming it."""
-    if not isinstance(row, dict):
-        raise ValueError(f"{where}: a row must be an object, got {type(row).__name__}")
     for name in ("question", "final_answer", "difficulty"):
         if row.get(name) is None:
             raise ValueError(f"{where}: missing {name!r}")
@@ -159,16 +121,16 @@ def parse_row(row: Any, where: str, keep_solutions: bool = False) -> Problem:
                    source="deepmath", metadata=metadata)
 
 
-def read_deepmath(path: str | Path, keep_solutions: bool = False) -> list[Problem]:
-    """Every row, validated, repeated questions kept once, no split assigned."""
-    out, seen = [], set()
+def read_deepmath(path: str | Path, keep_solutions: bool = False, skip_bad: bool = False) -> list[Problem]:
+    """Every row, validated, repeated questions kept once, no split assigned. Bad rows raise
+    one `DataError` naming each; `skip_bad` keeps the good ones and warns how many it skipped."""
     columns = FIELDS + (SOLUTION_FIELDS if keep_solutions else ())
-    for where, row in iter_rows(path, columns):
-        p = parse_row(row, where, keep_solutions)
-        if p.id not in seen:
-            seen.add(p.id)
-            out.append(p)
-    return out
+    rows = parse_rows(iter_rows(path, columns), lambda where, row: parse_row(row, where, keep_solutions),
+                      str(path), skip_bad)
+    unique: dict[str, Problem] = {}
+    for p in rows:
+        unique.setdefault(p.id, p)
+    return list(unique.values())
 
 
 def hard_split(problems: list[Problem]) -> list[Problem]:
@@ -177,7 +139,8 @@ def hard_split(problems: list[Problem]) -> list[Problem]:
 
 
 def load_deepmath(path: str | Path = HUB_NAME, hard: bool = True, n_train: int | None = 3000, n_test: int = 300,
-                  n_validation: int = 0, seed: int = 0, keep_solutions: bool = False) -> list[Problem]:
+                  n_validation: int = 0, seed: int = 0, keep_solutions: bool = False,
+                  skip_bad: bool = False) -> list[Problem]:
     """DeepMath problems with a deterministic test / validation / train split.
 
     Args:
@@ -188,8 +151,10 @@ def load_deepmath(path: str | Path = HUB_NAME, hard: bool = True, n_train: int |
         n_validation: validation problems, drawn after test and before train.
         seed: changes which problems land in which split.
         keep_solutions: keep r1_solution_1..3 in metadata["r1_solutions"] (large).
+        skip_bad: load the good rows of a file with bad ones (a `SkippedRows` warning
+            counts them) instead of raising `DataError`.
     """
-    problems = read_deepmath(path, keep_solutions)
+    problems = read_deepmath(path, keep_solutions, skip_bad)
     if hard:
         problems = hard_split(problems)
     if n_test + n_validation > len(problems):

@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
+
+from .rows import parse_rows, read_rows
 
 DOMAINS = ("math", "code")
 SPLITS = ("train", "validation", "test")
@@ -88,18 +90,7 @@ def write_jsonl(problems: Iterable[Problem], path: str | Path) -> Path:
     return path
 
 
-def iter_jsonl(path: str | Path) -> Iterator[Problem]:
-    """Read problems lazily; a bad line raises ValueError naming the file and line."""
-    path = Path(path)
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                yield Problem.from_dict(json.loads(line))
-            except (ValueError, TypeError) as e:
-                raise ValueError(f"{path.name} line {lineno}: {e}") from None
-
-
-def read_jsonl(path: str | Path) -> list[Problem]:
-    return list(iter_jsonl(path))
+def read_jsonl(path: str | Path, skip_bad: bool = False) -> list[Problem]:
+    """Problems from a JSONL file, one object per line. Bad lines raise one `DataError`
+    naming each (``FILE line N: what was wrong``); `skip_bad` keeps the good ones and warns."""
+    return parse_rows(read_rows(path, (".jsonl",)), lambda where, row: Problem.from_dict(row), str(path), skip_bad)

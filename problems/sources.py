@@ -11,10 +11,10 @@ from .generate import BUNDLED_PATH
 from .record import SPLITS, Problem, read_jsonl
 
 
-def _arith(**kw) -> list[Problem]:
+def _arith(skip_bad: bool = False, **kw) -> list[Problem]:
     if kw:
         raise TypeError(f"source 'arith' takes no options, got {sorted(kw)}; use problems.generate_arith for new sets")
-    return read_jsonl(BUNDLED_PATH)
+    return read_jsonl(BUNDLED_PATH, skip_bad)
 
 
 def _deepmath(**kw) -> list[Problem]:
@@ -23,10 +23,10 @@ def _deepmath(**kw) -> list[Problem]:
     return load_deepmath(**kw)
 
 
-def _reasoning_gym(**kw) -> list[Problem]:
+def _reasoning_gym(skip_bad: bool = False, **kw) -> list[Problem]:
     from .rgym import load_reasoning_gym
 
-    return load_reasoning_gym(**kw)
+    return load_reasoning_gym(**kw)  # generated, so there are no bad rows to skip
 
 
 def _code(loader: str, needs_path: bool = True) -> Callable[..., list[Problem]]:
@@ -35,6 +35,8 @@ def _code(loader: str, needs_path: bool = True) -> Callable[..., list[Problem]]:
 
         if needs_path and "path" not in kw:
             raise TypeError("this code source needs path= (a local file or directory in its own schema)")
+        if not needs_path:  # the bundled set is ours and clean
+            kw.pop("skip_bad", None)
         return getattr(code, loader)(**kw)
     return load_code
 
@@ -57,25 +59,27 @@ SOURCES: dict[str, tuple[Callable[..., list[Problem]], str]] = {
 
 
 def load(name: str, split: str | None = None, difficulty: float | None = None,
-         tier: str | None = None, **options: Any) -> list[Problem]:
+         tier: str | None = None, skip_bad: bool = False, **options: Any) -> list[Problem]:
     """Problems from a source name (see `SOURCES`), a path to a Problem JSONL file, or a
     DeepMath parquet/JSONL file or directory (same as `load("deepmath", path=...)`).
 
     `split`, `difficulty` and `tier` (metadata["tier"], e.g. "hard") filter the result;
     `options` go to the source, e.g. `load("deepmath", path="deepmath/", split="test")`.
+    Bad rows in a file raise one `problems.DataError` listing each (``FILE line N: what was
+    wrong``); `skip_bad=True` loads the good rows and warns (`SkippedRows`) how many it left out.
     """
     if split is not None and split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS} or None, got {split!r}")
     if tier is not None and name == "arith" and tier not in TIERS:
         raise ValueError(f"arith tier must be one of {tuple(TIERS)}, got {tier!r}")
     if name in SOURCES:
-        problems = SOURCES[name][0](**options)
+        problems = SOURCES[name][0](skip_bad=skip_bad, **options)
     elif is_deepmath_path(name):
-        problems = _deepmath(path=name, **options)
+        problems = _deepmath(path=name, skip_bad=skip_bad, **options)
     elif Path(name).suffix == ".jsonl" and Path(name).is_file():
         if options:
             raise TypeError(f"a JSONL path takes no options, got {sorted(options)}")
-        problems = read_jsonl(name)
+        problems = read_jsonl(name, skip_bad)
     else:
         raise ValueError(f"unknown problem source {name!r}: expected one of {sorted(SOURCES)}, an existing .jsonl path, "
                          "or a DeepMath file or directory")

@@ -4,7 +4,7 @@ and a full episode of `agon_env.env(domain="code")` with the sandbox grading it.
 import pytest
 
 import agon_env
-from agon_env.code_grader import CodeGrader, extract_code
+from agon_env.code_grader import CODE_VERDICTS, CodeGrader, extract_code
 from agon_env.game import AgonGame
 from agon_env.grading import default_grader
 from agon_env.rules import summarize, withhold_code
@@ -61,11 +61,13 @@ def test_every_bundled_solution_passes(grader):
 
 def test_code_grader_verdicts(grader, easy):
     p = easy["digit_spread"]
-    assert grader.grade(p, "no answer here").verdict == "no_answer"
-    assert grader.grade(p, fenced("x" * 200_000)).verdict == "too_long"
-    v = grader.grade(p, fenced("print(0)"))  # right only where all digits are equal
-    assert (v.verdict, v.correct, v.pass_fraction) == ("wrong_answer", False, 0.4)
-    assert grader.grade(p, fenced("while True: pass")).verdict == "timeout"
+    completions = ["no answer here", fenced("x" * 200_000), fenced("print(0)"), fenced("while True: pass"),
+                   fenced("import ctypes\nctypes.string_at(0)"), p.solution]
+    verdicts = grader.grade_batch([p] * len(completions), completions)
+    assert [v.verdict for v in verdicts] == ["no_answer", "too_long", "wrong_answer", "timeout", "runtime_error",
+                                             "passed"]
+    assert {v.verdict for v in verdicts} <= set(CODE_VERDICTS)
+    assert (verdicts[2].correct, verdicts[2].pass_fraction) == (False, 0.4)  # right only where all digits are equal
     with pytest.raises(ValueError, match="needs a code problem"):
         grader.grade(Problem(id="m", question="1+1?", answer="2"), fenced("print(2)"))
 
@@ -79,6 +81,8 @@ def test_problem_limits_are_used():
     contest = CodeGrader(SandboxConfig(timeout=2.0, memory_mb=1024), use_problem_limits=True, min_memory_mb=256)
     assert [plain.grade(p, c).verdict for c in (nap, hog)] == ["passed", "passed"]
     assert [contest.grade(p, c).verdict for c in (nap, hog)] == ["timeout", "memory"]
+    plain.close()
+    contest.close()
 
 
 def test_registered_as_the_default_code_grader(easy):

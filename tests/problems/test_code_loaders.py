@@ -9,6 +9,7 @@ import zlib
 import pytest
 
 from agon_env.sandbox import check_tests
+from problems import DataError, SkippedRows
 from problems.code import (CC_DIFFICULTIES, load_apps, load_code_contests, load_code_easy,
                            load_livecodebench)
 
@@ -56,9 +57,52 @@ def test_code_contests_errors_name_the_row(tmp_path):
     f = write_jsonl(tmp_path / "nodesc.jsonl", [{k: v for k, v in CC_ROW.items() if k != "description"}])
     with pytest.raises(ValueError, match=r"nodesc.jsonl line 1: missing 'description'"):
         load_code_contests(f)
-    with pytest.raises(ValueError, match="expected a .jsonl/.json/.parquet file"):
+    with pytest.raises(ValueError, match="expected a .jsonl, .json or .parquet file"):
         load_code_contests(tmp_path / "cc.csv")
     assert CC_DIFFICULTIES[7] == "A" and CC_DIFFICULTIES[1] == "EASY"
+
+
+def test_code_contests_reports_every_bad_row(tmp_path):
+    rows = [CC_ROW, {**CC_ROW, "difficulty": "hard"}, '{"name": "x",', {**CC_ROW, "name": ""}, CC_ROW]
+    f = tmp_path / "cc.jsonl"
+    f.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
+    with pytest.raises(DataError) as e:
+        load_code_contests(f, difficulties=["A"])
+    assert e.value.errors == [
+        "cc.jsonl line 2: 'difficulty' must be the CodeContests enum (an int), got 'hard'",
+        "cc.jsonl line 3: invalid JSON: Expecting property name enclosed in double quotes: column 14 (char 13)",
+        "cc.jsonl line 4: missing 'name'"]
+    with pytest.warns(SkippedRows, match=r"skipped 3 bad row\(s\), kept 2"):
+        assert len(load_code_contests(f, skip_bad=True)) == 2
+
+
+def test_apps_and_livecodebench_report_every_bad_row(tmp_path):
+    ok = {"problem_id": 1, "question": "q", "input_output": json.dumps({"inputs": ["1\n"], "outputs": ["1\n"]})}
+    apps = [ok, {**ok, "input_output": '{"inputs": [1'}, {**ok, "input_output": "[1, 2]"},
+            {**ok, "input_output": json.dumps({"inputs": ["1"], "outputs": []})}]
+    with pytest.raises(DataError) as e:
+        load_apps(write_jsonl(tmp_path / "apps.jsonl", apps))
+    assert e.value.errors == [
+        "apps.jsonl line 2: 'input_output' is not JSON (Expecting ',' delimiter: line 1 column 14 (char 13))",
+        "apps.jsonl line 3: 'input_output' must be an object with inputs and outputs, got list",
+        "apps.jsonl line 4: 'input_output' has 1 inputs and 0 outputs"]
+    lcb_ok = {"question_id": "a", "question_content": "q",
+              "public_test_cases": json.dumps([{"input": "1\n", "output": "1\n", "testtype": "stdin"}])}
+    lcb = [lcb_ok, {**lcb_ok, "metadata": "{bad"}, {**lcb_ok, "public_test_cases": "[1]"}]
+    f = tmp_path / "lcb.json"
+    f.write_text(json.dumps(lcb))
+    with pytest.raises(DataError) as e:
+        load_livecodebench(f)
+    assert e.value.errors == [
+        ("lcb.json row 2: 'metadata' is not JSON "
+         "(Expecting property name enclosed in double quotes: line 1 column 2 (char 1))"),
+        "lcb.json row 3: test 0 must be an object with input, output and testtype, got int"]
+    f.write_text(json.dumps(lcb)[:-3])
+    with pytest.raises(DataError, match=r"^lcb.json: invalid JSON: .*: line 1 column \d+ \(char \d+\)$"):
+        load_livecodebench(f)
+    f.write_text(json.dumps({"rows": lcb}))
+    with pytest.raises(DataError, match="lcb.json: expected a JSON list of rows, got dict"):
+        load_livecodebench(f)
 
 
 def test_apps_and_taco(tmp_path):

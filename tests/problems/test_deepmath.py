@@ -7,8 +7,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from problems import load
-from problems.deepmath import is_binary, load_deepmath, read_deepmath
+from problems import DataError, SkippedRows, load
+from problems.__main__ import main
+from problems.deepmath import is_binary, is_deepmath_path, load_deepmath, read_deepmath
 from problems.record import read_jsonl, write_jsonl
 
 BINARY = ["Yes", "no", "\\text{True}", "$False$", "\\boxed{yes}", "No."]
@@ -115,7 +116,7 @@ def test_through_problems_load_and_jsonl_round_trip(deepmath_jsonl, tmp_path):
     ({"question": "  ", "final_answer": "1", "difficulty": 8}, "bad.jsonl line 3: 'question' must be a non-empty"),
     ({"question": "Q?", "final_answer": "", "difficulty": 8}, "bad.jsonl line 3: 'final_answer' must be a non-empty"),
     ({"question": "Q?", "final_answer": "1", "difficulty": 8, "topic": 3}, "bad.jsonl line 3: 'topic' must be"),
-    (["not", "an", "object"], "bad.jsonl line 3: a row must be an object, got list"),
+    (["not", "an", "object"], "bad.jsonl line 3: a row must be a JSON object, got list"),
 ])
 def test_malformed_rows_name_file_line_and_field(tmp_path, bad, message):
     good = _rows()[:2]
@@ -143,6 +144,47 @@ def test_malformed_files(tmp_path):
         read_deepmath(tmp_path / "empty")
     with pytest.raises(ValueError, match="expected a .parquet or .jsonl file"):
         read_deepmath(_jsonl(tmp_path / "rows.csv", []))
+
+
+def test_every_bad_row_is_reported_and_skip_bad_keeps_the_rest(tmp_path):
+    rows = _rows()
+    path = tmp_path / "dm.jsonl"
+    lines = ['{"question": "Q\x01", "final_answer": "1", "difficulty": 8}',  # a raw control character
+             json.dumps(rows[0]), json.dumps(dict(rows[1], final_answer=None)),
+             json.dumps(rows[2]), '{"question": "Q?", "final_answer": "1", "difficulty": 8,}']  # trailing comma
+    path.write_text("\n".join(lines) + "\n")
+    assert is_deepmath_path(path)  # a bad first line does not hide the schema
+    with pytest.raises(DataError) as e:
+        read_deepmath(path)
+    assert e.value.errors == [
+        "dm.jsonl line 1: invalid JSON: Invalid control character at: column 16 (char 15)",
+        "dm.jsonl line 3: missing 'final_answer'",
+        "dm.jsonl line 5: invalid JSON: Expecting property name enclosed in double quotes: column 57 (char 56)",
+    ]
+    with pytest.warns(SkippedRows, match=r"skipped 3 bad row\(s\), kept 2"):
+        kept = load("deepmath", path=path, hard=False, n_test=1, n_train=None, skip_bad=True)
+    assert sorted(p.question for p in kept) == sorted(r["question"] for r in (rows[0], rows[2]))
+
+
+def test_bad_parquet_rows_are_all_reported(tmp_path, capsys):
+    rows = _rows()[:5]
+    rows[1] = dict(rows[1], final_answer=None)
+    rows[3] = dict(rows[3], question="  ")
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "part-0.parquet")
+    with pytest.raises(DataError) as e:
+        read_deepmath(tmp_path)
+    assert e.value.errors == ["part-0.parquet row 2: missing 'final_answer'",
+                              "part-0.parquet row 4: 'question' must be a non-empty string, got '  '"]
+    (tmp_path / "part-1.parquet").write_bytes(b"not parquet")
+    with pytest.raises(DataError) as e:
+        read_deepmath(tmp_path)
+    assert len(e.value.errors) == 3 and e.value.errors[2].startswith("part-1.parquet: unreadable parquet: ")
+    with pytest.raises(SystemExit) as exit_:
+        main(["stats", "deepmath", "--path", str(tmp_path)])
+    assert exit_.value.code == 2 and "error: 3 bad rows:\n  part-0.parquet row 2: missing" in capsys.readouterr().err
+    main(["stats", "deepmath", "--path", str(tmp_path), "--skip-bad"])
+    out = capsys.readouterr()
+    assert out.out.startswith("3 problems") and "skipped 3 bad row(s), kept 3" in out.err
 
 
 def test_parquet_without_pyarrow_says_what_to_do(tmp_path, monkeypatch):
