@@ -43,8 +43,8 @@ An answer is an action in `0..n_digits·(n_values-1)`; the last action is "no an
   challenger right where the drafter was wrong), and it needs both reading and its own
   work. Copying the draft only ties the drafter: right when it was right. Nothing forces the drafter to be
   honest, and under `zero_sum` it gains by misleading.
-- *Rewards are rival-relative.* They are `rules.drafter_reward_for` and
-  `rules.challenger_reward`, so the conversion bonus c(b)(1 − c(a)) is the text game's.
+- *Rewards are rival-relative.* Each game is paid by `rules.pay`, as in the text game, so
+  the conversion bonus c(b)(1 − c(a)), the winner and the conversion are the text game's.
 - *Roles alternate*, as in the paper and in `agon_env.env`.
 
 ## Observation (one float32 vector, all entries 0 or 1)
@@ -76,9 +76,11 @@ c ∈ {0,1}: answer == target. φ ∈ {0,1}: an answer was given (not the last a
 `reward`, `converted` and `winner` (the agent who out-solved the other, or None).
 
 ## Roles (`roles=`)
-`"alternate"` (default): model_a drafts on even episodes, model_b on odd ones, counted from
-the last seeded reset. `"fixed"`: model_a always drafts (the paper's ablation).
-`reset(options={"drafter": "model_b"})` pins the drafter for one episode.
+As in `agon_env.env`: `"alternate"` (default): the drafter is `AGENTS[(s + k) % 2]`, with
+`s` the last reset's seed (0 if never seeded) and `k` the episodes since, so a loop of
+`reset(seed=ep)` alternates too. `"fixed"`: model_a always drafts (the paper's ablation).
+`reset(options={"drafter": "model_b"})` pins the drafter for one episode. A `reset` or
+`step` that raises changes nothing.
 
 ## Arguments
 `n_digits` (2), `n_values` (4), `visibility` (0.6), `reward` ("agon"), `format_weight` (0.5),
@@ -107,7 +109,6 @@ uniform. `play(env, policies, rng)` runs one episode and returns the infos.
 
 from __future__ import annotations
 
-import warnings
 from typing import Callable
 
 import numpy as np
@@ -116,9 +117,9 @@ from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 from pettingzoo.utils.conversions import turn_based_aec_to_parallel
 
-from .rules import REWARD_SCHEMES, challenger_reward, drafter_reward_for, drafter_seat
+from ._aec import AGENTS, AgonAEC
+from .rules import RewardConfig, pay
 
-AGENTS = ("model_a", "model_b")
 READERS = ("combine", "copy", "blind")
 
 # A policy maps (observation, rng) to an action.
@@ -157,7 +158,7 @@ class Layout:
         return phase, view, draft
 
 
-class raw_env(AECEnv):
+class raw_env(AgonAEC):
     metadata = {"name": "agon_discrete_v0", "render_modes": ["ansi", "human"], "is_parallelizable": True}
 
     def __init__(
@@ -170,49 +171,18 @@ class raw_env(AECEnv):
         roles: str = "alternate",
         render_mode: str | None = None,
     ):
-        super().__init__()
         if n_digits < 1 or n_values < 2:
             raise ValueError(f"need n_digits >= 1 and n_values >= 2, got n_digits={n_digits}, n_values={n_values}")
         if not 0.0 <= visibility <= 1.0:
             raise ValueError(f"visibility must be a probability in [0, 1], got {visibility}")
-        if reward not in REWARD_SCHEMES:
-            raise ValueError(f"reward must be one of {REWARD_SCHEMES}, got {reward!r}")
-        if roles not in ("alternate", "fixed"):
-            raise ValueError(f"roles must be 'alternate' or 'fixed', got {roles!r}")
-        if render_mode not in (None, *self.metadata["render_modes"]):
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
-        self.n_digits, self.n_values, self.visibility = n_digits, n_values, visibility
-        self.reward_scheme, self.format_weight, self.roles = reward, format_weight, roles
-        self.render_mode = render_mode
+        self.reward_config = RewardConfig(reward, format_weight)
         self.layout = Layout(n_digits, n_values)
-        self.possible_agents = list(AGENTS)
-        self._obs_space = spaces.Box(0.0, 1.0, (self.layout.size,), np.float32)
-        self._act_space = spaces.Discrete(self.layout.n_actions)
-        self._episode = 0
-        self.np_random = np.random.default_rng()
-
-    def observation_space(self, agent):
-        return self._obs_space
-
-    def action_space(self, agent):
-        return self._act_space
+        super().__init__(roles, render_mode, spaces.Box(0.0, 1.0, (self.layout.size,), np.float32),
+                         spaces.Discrete(self.layout.n_actions))
+        self.n_digits, self.n_values, self.visibility = n_digits, n_values, visibility
 
     # ------------------------------------------------------------------ episode flow
-    def reset(self, seed: int | None = None, options: dict | None = None):
-        options = dict(options or {})
-        if seed is not None:
-            self.np_random = np.random.default_rng(seed)
-            self._episode = 0
-        drafter = options.pop("drafter", None)
-        if options:
-            warnings.warn(f"agon_discrete reset: ignoring unknown options {sorted(options)}", stacklevel=2)
-        if drafter is None:
-            drafter = AGENTS[drafter_seat(self._episode, self.roles == "fixed")]
-        elif drafter not in AGENTS:
-            raise ValueError(f"options['drafter'] must be one of {AGENTS}, got {drafter!r}")
-        self._episode += 1
-        self.drafter, self.challenger = drafter, AGENTS[1 - AGENTS.index(drafter)]
-
+    def _begin(self, options):
         k, m, rng = self.n_digits, self.n_values, self.np_random
         self.digits = rng.integers(0, m, k)
         self.target = int(self.digits.sum())
@@ -221,17 +191,7 @@ class raw_env(AECEnv):
         self.draft = np.full(k, m)
         self.step_index = 0  # drafter work steps 0..k-1, its answer at k, the challenger's at k+1
         self.answers: dict[str, int] = {}
-
-        self.agents = self.possible_agents[:]
-        self.rewards = {a: 0.0 for a in self.agents}
-        self._cumulative_rewards = {a: 0.0 for a in self.agents}
-        self.terminations = {a: False for a in self.agents}
-        self.truncations = {a: False for a in self.agents}
-        self.infos = {a: {"role": self.role(a)} for a in self.agents}
-        self.agent_selection = self.drafter
-
-    def role(self, agent: str) -> str:
-        return "drafter" if agent == self.drafter else "challenger"
+        return {}
 
     def observe(self, agent):
         lay, k = self.layout, self.n_digits
@@ -255,63 +215,27 @@ class raw_env(AECEnv):
         obs[lay.draft + rows + self.draft] = 1.0
         return obs
 
-    def step(self, action):
-        if not hasattr(self, "agents") or not hasattr(self, "digits"):
-            raise RuntimeError("agon_discrete: call reset() before step()")
-        agent = self.agent_selection
-        if self.terminations[agent] or self.truncations[agent]:
-            if action is not None:
-                raise ValueError(f"agent {agent!r} is done; the only valid action is None, got {action!r}")
-            return self._was_dead_step(action)
-        if not isinstance(action, (int, np.integer)) or not 0 <= action < self.layout.n_actions:
+    def _check_action(self, agent, action):
+        if isinstance(action, bool) or not isinstance(action, (int, np.integer)) or not 0 <= action < self.layout.n_actions:
             raise ValueError(f"action for {agent!r} must be an int in 0..{self.layout.n_actions - 1}, got {action!r}")
-        action = int(action)
-        self._cumulative_rewards[agent] = 0.0
-        if self.step_index < self.n_digits:
-            self.draft[self.step_index] = min(action, self.n_values)  # any token >= n_values is blank
-        elif agent == self.drafter:
-            self.answers["drafter"] = action
-            self.agent_selection = self.challenger
-        else:
-            self.answers["challenger"] = action
-            self._finish()
-            self.agent_selection = self.drafter
-        self.step_index += 1
-        self._accumulate_rewards()
-        if self.render_mode == "human":
-            self.render()
+        return int(action)
 
-    def _finish(self):
-        a, b = self.answers["drafter"], self.answers["challenger"]
-        c_a, c_b = a == self.target, b == self.target
-        phi_a, phi_b = a != self.layout.no_answer, b != self.layout.no_answer
-        pay = {
-            self.drafter: drafter_reward_for(self.reward_scheme, c_a, c_b, phi_a, self.format_weight),
-            self.challenger: challenger_reward(self.reward_scheme, c_a, c_b, phi_b, self.format_weight),
-        }
-        winner = None if c_a == c_b else (self.drafter if c_a else self.challenger)
-        for agent, ans, c, phi in ((self.drafter, a, c_a, phi_a), (self.challenger, b, c_b, phi_b)):
-            self.rewards[agent] = pay[agent]
-            self.terminations[agent] = True
-            self.infos[agent] = {
-                "role": self.role(agent), "correct": bool(c), "formatted": bool(phi), "answer": ans,
-                "target": self.target, "reward": pay[agent], "converted": bool(c_b and not c_a), "winner": winner,
-            }
+    def _act(self, agent, action):
+        index, self.step_index = self.step_index, self.step_index + 1
+        if index < self.n_digits:
+            self.draft[index] = min(action, self.n_values)  # any token >= n_values is blank
+            return None
+        self.answers[self.role(agent)] = action
+        if agent == self.drafter:
+            self.agent_selection = self.challenger
+            return None
+        graded = {role: {"correct": a == self.target, "formatted": a != self.layout.no_answer, "answer": a}
+                  for role, a in self.answers.items()}
+        return pay(self.reward_config, graded["drafter"], graded["challenger"]), \
+            {a: {"target": self.target} for a in AGENTS}
 
     # ------------------------------------------------------------------ rendering
-    def render(self):
-        if self.render_mode is None:
-            warnings.warn("render() called without a render_mode; pass render_mode='ansi' or 'human'")
-            return None
-        text = self._render_text()
-        if self.render_mode == "human":
-            print(text)
-            return None
-        return text
-
     def _render_text(self) -> str:
-        if not hasattr(self, "digits"):
-            return "agon_discrete: not reset yet"
         tok = lambda v: "?" if v == self.n_values else str(v)  # noqa: E731
         ans = lambda v: "none" if v == self.layout.no_answer else str(v)  # noqa: E731
         show = lambda xs: " ".join(tok(v) for v in xs)  # noqa: E731
@@ -323,9 +247,6 @@ class raw_env(AECEnv):
             f"answer {ans(self.answers['challenger']) if 'challenger' in self.answers else '-'}",
         ]
         return "\n".join(lines)
-
-    def close(self):
-        pass
 
 
 # ---------------------------------------------------------------------- reference policies

@@ -40,11 +40,22 @@ Plane are shown as U+FFFD and text past `max_chars` is cut.
 ## Summary channel (`summary=`)
 - `"paper"` (default): `<think>…</think>` dropped (an unclosed `<think>` runs to the end;
   text before a lone `</think>` is reasoning too) and the final answer withheld (every
-  `<answer>` block and `\\boxed{}`).
+  `<answer>` block and every `\\boxed{}`, whatever `answer_format` is).
 - `"with_answer"`: thinking dropped, answer kept.  `"full"`: the whole draft.
 
+## Answers (`answer_format=`)
+How the grader finds a completion's final answer:
+- `"tags_or_boxed"` (default): the last closed `<answer>…</answer>` block, else the last
+  `\\boxed{…}` with balanced braces outside the thinking (a box inside `<think>` is
+  reasoning, not an answer). Several boxes: the last one counts.
+- `"tags"`: the `<answer>` block only (the paper's evaluation). `"boxed"`: the box only.
+A completion with neither (for example one cut off mid-reasoning) has no answer: c = 0,
+whatever numbers its reasoning holds. It sets the default grader; a grader you pass reads
+answers its own way (`MathGrader(answer_format=...)`).
+
 ## Rewards (`reward=`, `format_weight` λ = 0.5, `length_tiebreak` λ′ = 0)
-c ∈ {0,1} is correctness, φ ∈ {0,1} the format term (exactly one non-empty `<answer>`).
+c ∈ {0,1} is correctness, φ ∈ {0,1} the format term (exactly one non-empty `<answer>`,
+whatever `answer_format` is: a boxed-only answer can be right, but earns no φ).
 - drafter: R(a) = 2c(a) + λφ(a)   (under `zero_sum`: −R(b))
 - challenger, `"agon"`: 2c(b) + c(b)(1 − c(a)) + λφ(b)   (the conversion bonus)
 - `"cooperative"`: 2c(b) + λφ(b);  `"margin"`: c(b) − c(a) + λφ(b);
@@ -55,43 +66,47 @@ c ∈ {0,1} is correctness, φ ∈ {0,1} the format term (exactly one non-empty 
 `answer`, `length`, `verdict`, `pass_fraction`, `reward`, `converted` and `winner`.
 
 ## Roles (`roles=`)
-`"alternate"` (default): model_a drafts on even episodes, model_b on odd ones, counted from
-the last seeded reset. `"fixed"`: model_a always drafts (the paper's ablation).
-`reset(options={"drafter": "model_b"})` pins the drafter for one episode, and
-`reset(options={"problem": p})` plays problem `p` next.
+`"alternate"` (default): the drafter is `AGENTS[(s + k) % 2]` (`rules.drafter_seat`), where
+`s` is the last reset's seed (0 if never seeded) and `k` the episodes since that reset. So
+`reset(seed=0)` then unseeded resets alternate, and so does `reset(seed=ep)` in a loop;
+`reset(seed)` alone fixes the episode. `"fixed"`: model_a always drafts (the paper's
+ablation). `reset(options={"drafter": "model_b"})` pins the drafter for one episode, and
+`reset(options={"problem": p})` plays problem `p` (a `Problem` or dict) next.
 
 ## Arguments
 `problems` (iterable of `Problem` or dicts; default: bundled `arith` train split),
 `grader` (default: math-verify / code sandbox by domain), `reward`, `format_weight`,
-`length_tiebreak`, `summary`, `roles`, `template` (`"default"`, `"code"`, `"compact"` or a
+`length_tiebreak`, `summary`, `answer_format`, `roles`, `template` (`"default"`, `"code"`, `"compact"` or a
 `PromptTemplate`; default by domain), `domain` (`"math"` or `"code"`), `max_chars` (default 16384),
 `render_mode` (`"ansi"` or `"human"`).
 
 ## Errors
 Stepping before `reset()`, a non-`str` action, or an action other than `None` for a
-terminated agent raise with a message naming the agent; the env is left as it was.
+terminated agent raise with a message naming the agent. `reset` rejects a seed that is not
+a non-negative int, options that are not a dict and bad option values (unknown option
+names are ignored with a warning, as PettingZoo's api_test expects). A call that raises
+changes nothing: seed, random state, counters, problem order and observations stay as
+they were.
 """
 
 from __future__ import annotations
 
-import warnings
 from typing import Any, Iterable
 
 import numpy as np
 from pettingzoo import AECEnv
-from pettingzoo.utils import AgentSelector, wrappers
+from pettingzoo.utils import wrappers
 from pettingzoo.utils.conversions import turn_based_aec_to_parallel
 
 from problems.record import Problem
 
 from . import spaces
+from ._aec import AGENTS, AgonAEC
 from .game import AgonGame
 from .grading import Grader
 from .prompts import PromptTemplate
-from .rules import drafter_seat
 
-AGENTS = ("model_a", "model_b")
-ROLES = ("drafter", "challenger")
+__all__ = ["AGENTS", "env", "parallel_env", "raw_env"]
 
 
 def env(**kwargs) -> AECEnv:
@@ -105,19 +120,20 @@ def parallel_env(**kwargs):
     return turn_based_aec_to_parallel(env(**kwargs))
 
 
-def _as_problem(p: Any, i: int) -> Problem:
+def _as_problem(p: Any, where: str) -> Problem:
     if isinstance(p, Problem):
         return p
     if isinstance(p, dict):
         try:
             return Problem.from_dict(p)
         except ValueError as e:
-            raise ValueError(f"problems[{i}]: {e}") from None
-    raise TypeError(f"problems[{i}] must be a Problem or dict, got {type(p).__name__}")
+            raise ValueError(f"{where}: {e}") from None
+    raise TypeError(f"{where} must be a Problem or dict, got {type(p).__name__}")
 
 
-class raw_env(AECEnv):
+class raw_env(AgonAEC):
     metadata = {"name": "agon_v0", "render_modes": ["ansi", "human"], "is_parallelizable": True}
+    reset_options = ("problem",)
 
     def __init__(
         self,
@@ -132,86 +148,51 @@ class raw_env(AECEnv):
         domain: str = "math",
         max_chars: int = 16384,
         render_mode: str | None = None,
+        answer_format: str | None = None,
     ):
-        super().__init__()
         if problems is None:
             from problems import load
 
             problems = load("arith", split="train")
-        self.problems = [_as_problem(p, i) for i, p in enumerate(problems)]
+        self.problems = [_as_problem(p, f"problems[{i}]") for i, p in enumerate(problems)]
         if not self.problems:
             raise ValueError("problems is empty; the env needs at least one problem")
         wrong = [p.id for p in self.problems if p.domain != domain]
         if wrong:
             raise ValueError(f"domain={domain!r} but {len(wrong)} problem(s) are not, e.g. {wrong[0]!r}")
-        if roles not in ("alternate", "fixed"):
-            raise ValueError(f"roles must be 'alternate' or 'fixed', got {roles!r}")
-        if render_mode not in (None, *self.metadata["render_modes"]):
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
         if max_chars < 1:
             raise ValueError(f"max_chars must be positive, got {max_chars}")
         template = template or ("code" if domain == "code" else "default")
-        self.game = AgonGame(reward, format_weight, length_tiebreak, summary, template, domain, grader)
-        self.roles = roles
-        self.max_chars, self.render_mode = max_chars, render_mode
-
-        self.possible_agents = list(AGENTS)
-        self._obs_space = spaces.observation_space(max_chars)
-        self._act_space = spaces.text_space(max_chars)
-        self._episode = 0
+        super().__init__(roles, render_mode, spaces.observation_space(max_chars), spaces.text_space(max_chars))
+        self.game = AgonGame(reward, format_weight, length_tiebreak, summary, template, domain, grader, answer_format)
+        self.max_chars = max_chars
         self._order: np.ndarray = np.arange(len(self.problems))
         self._cursor = len(self.problems)  # forces a shuffle on the first reset
-        self.np_random = np.random.default_rng()
-
-    def observation_space(self, agent):
-        return self._obs_space
-
-    def action_space(self, agent):
-        return self._act_space
 
     # ------------------------------------------------------------------ episode flow
-    def reset(self, seed: int | None = None, options: dict | None = None):
-        options = dict(options or {})
-        if seed is not None:
-            self.np_random = np.random.default_rng(seed)
-            self._episode, self._cursor = 0, len(self.problems)
-        drafter = options.pop("drafter", None)
-        problem = options.pop("problem", None)
-        if options:
-            warnings.warn(f"agon reset: ignoring unknown options {sorted(options)}", stacklevel=2)
-        if drafter is not None and drafter not in AGENTS:
-            raise ValueError(f"options['drafter'] must be one of {AGENTS}, got {drafter!r}")
-        if problem is not None:
-            problem = _as_problem(problem, 0)
-            if problem.domain != self.game.domain:
-                raise ValueError(f"options['problem'] {problem.id!r} is a {problem.domain} problem; this env plays {self.game.domain}")
-        else:
+    def _seeded(self):
+        self._cursor = len(self.problems)
+
+    def _check_option(self, key, value):
+        problem = _as_problem(value, "options['problem']")
+        if problem.domain != self.game.domain:
+            raise ValueError(f"options['problem'] {problem.id!r} is a {problem.domain} problem; "
+                             f"this env plays {self.game.domain}")
+        return problem
+
+    def _begin(self, options):
+        problem = options.get("problem")
+        if problem is None:
             if self._cursor >= len(self.problems):
                 self._order, self._cursor = self.np_random.permutation(len(self.problems)), 0
             problem = self.problems[self._order[self._cursor]]
             self._cursor += 1
-        if drafter is None:
-            drafter = AGENTS[drafter_seat(self._episode, self.roles == "fixed")]
-        self._episode += 1
-
         self.problem = problem
-        self.drafter = drafter
-        self.challenger = AGENTS[1 - AGENTS.index(drafter)]
         self.draft: str | None = None
         self.response: str | None = None
         self.summary = ""
-        self.result = None
-        self.agents = self.possible_agents[:]
-        self.rewards = {a: 0.0 for a in self.agents}
-        self._cumulative_rewards = {a: 0.0 for a in self.agents}
-        self.terminations = {a: False for a in self.agents}
-        self.truncations = {a: False for a in self.agents}
-        self.infos = {a: {"role": self.role(a), "problem_id": problem.id} for a in self.agents}
-        self._selector = AgentSelector([self.drafter, self.challenger])
-        self.agent_selection = self._selector.reset()
-
-    def role(self, agent: str) -> str:
-        return "drafter" if agent == self.drafter else "challenger"
+        self._clipped: dict[str, bool] = {}
+        return {"problem_id": problem.id}
 
     def observe(self, agent):
         is_drafter = agent == self.drafter
@@ -231,60 +212,24 @@ class raw_env(AECEnv):
             if prompt else (),
         }
 
-    def step(self, action):
-        if not hasattr(self, "agents") or not hasattr(self, "problem"):
-            raise RuntimeError("agon: call reset() before step()")
-        agent = self.agent_selection
-        if self.terminations[agent] or self.truncations[agent]:
-            if action is not None:
-                raise ValueError(f"agent {agent!r} is done; the only valid action is None, got {type(action).__name__}")
-            return self._was_dead_step(action)
+    def _check_action(self, agent, action):
         if not isinstance(action, str):
             raise TypeError(f"action for {agent!r} must be str, got {type(action).__name__}")
-        clipped = len(action) > self.max_chars
-        action = action[: self.max_chars]
-        self._cumulative_rewards[agent] = 0.0
-        if agent == self.drafter:
-            self.draft, self._draft_clipped = action, clipped
-            self.summary = self.game.summarize(action, self.problem.domain)
-            self.agent_selection = self._selector.next()
-            return
-        self.response = action
-        self._finish(clipped)
-        self.agent_selection = self._selector.next()
-        self._accumulate_rewards()
-        if self.render_mode == "human":
-            self.render()
+        return action
 
-    def _finish(self, response_clipped: bool):
-        r = self.game.score([self.problem], [self.draft], [self.response])[0]
-        self.result = r
-        for agent, reward, info, clipped in (
-            (self.drafter, r.drafter_reward, r.drafter_info, self._draft_clipped),
-            (self.challenger, r.challenger_reward, r.challenger_info, response_clipped),
-        ):
-            self.rewards[agent] = reward
-            self.terminations[agent] = True
-            self.infos[agent] = {
-                "role": self.role(agent), "problem_id": self.problem.id, **info, "reward": reward,
-                "clipped": clipped, "converted": r.converted,
-                "winner": {None: None, "drafter": self.drafter, "challenger": self.challenger}[r.winner],
-            }
+    def _act(self, agent, action):
+        clipped, action = len(action) > self.max_chars, action[: self.max_chars]
+        if agent == self.drafter:
+            self.draft, self._clipped[agent] = action, clipped
+            self.summary = self.game.summarize(action, self.problem.domain)
+            self.agent_selection = self.challenger
+            return None
+        result = self.game.score([self.problem], [self.draft], [action])[0]  # may raise: nothing changed yet
+        self.response, self._clipped[agent] = action, clipped
+        return result, {a: {"clipped": c} for a, c in self._clipped.items()}
 
     # ------------------------------------------------------------------ rendering
-    def render(self):
-        if self.render_mode is None:
-            warnings.warn("render() called without a render_mode; pass render_mode='ansi' or 'human'")
-            return None
-        text = self._render_text()
-        if self.render_mode == "human":
-            print(text)
-            return None
-        return text
-
     def _render_text(self) -> str:
-        if not hasattr(self, "problem"):
-            return "agon: not reset yet"
         lines = [f"Problem {self.problem.id}: {self.problem.question}",
                  f"Drafter {self.drafter}:", _indent(self.draft if self.draft is not None else "(waiting)")]
         if self.draft is not None:
@@ -298,9 +243,6 @@ class raw_env(AECEnv):
                              f"format={int(i['formatted'])}, reward={reward:+.2f}")
             lines.append(f"Reference answer: {self.problem.answer}")
         return "\n".join(lines)
-
-    def close(self):
-        pass
 
 
 def _indent(text: str, width: int = 400) -> str:

@@ -7,8 +7,13 @@ part of the game, so every grader has `grade_batch`.
 `MathGrader` runs math-verify in killable worker processes. math-verify's own timeouts
 use SIGALRM, which fails off the main thread, and with them off hostile inputs (huge
 digit strings, deep nesting) can run for tens of seconds. Here each call is bounded from
-outside: a worker that overruns `timeout` is killed and replaced, and the answer is
-graded wrong with verdict `timeout`. This works from threads, processes and asyncio.
+outside: a worker that overruns `timeout` is killed, a warm spare takes its place and a
+new spare starts in the background, and the answer is graded wrong with verdict
+`timeout`. This works from threads, processes and asyncio, and holds while other work
+shares the cores.
+
+Every grader finds the answer as its `answer_format` says (`rules.extract_answer`): the
+last `<answer>` block, the last `\\boxed{}`, or (default) the tags, else the box.
 """
 
 from __future__ import annotations
@@ -27,18 +32,21 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 
-from .rules import extract_answer, format_ok
+from .rules import check_answer_format, extract_answer, format_ok
 
 if TYPE_CHECKING:  # pragma: no cover
     from problems.record import Problem
 
 _PKG_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MATH_VERDICTS = ("correct", "wrong", "no_answer", "too_long", "timeout", "error")
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """How one completion was judged. `verdict` is one word (see MATH_VERDICTS and the code grader)."""
+    """How one completion was judged.
+
+    `verdict` is one word: for math `correct`, `wrong`, `no_answer`, `too_long`, `timeout`
+    or `error`; the code grader's are in `agon_env.code_grader`.
+    """
 
     correct: bool
     formatted: bool
@@ -86,11 +94,14 @@ class ExactMatchGrader(_BatchMixin):
     """c = the extracted answer equals the reference after whitespace normalisation.
 
     Cheap and exact: for benchmarks that time the env itself, and for tasks whose
-    answers are canonical strings.
+    answers are canonical strings. `answer_format` as in `MathGrader`.
     """
 
+    def __init__(self, answer_format: str = "tags_or_boxed"):
+        self.answer_format = check_answer_format(answer_format)
+
     def grade(self, problem, completion):
-        ans = extract_answer(completion)
+        ans = extract_answer(completion, self.answer_format)
         ok = ans is not None and _normalise(ans) == _normalise(problem.answer)
         return Verdict(ok, format_ok(completion), ans, len(completion),
                        "correct" if ok else ("no_answer" if ans is None else "wrong"))
@@ -110,14 +121,14 @@ class _Worker:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             text=True, bufsize=1, cwd=_PKG_ROOT,
         )
-        self.ready = False
+
+    def wait_ready(self, timeout: float = 120.0) -> None:
+        """Wait out math-verify's import (seconds; never on a grading call's path after the first)."""
+        if self._readline(timeout) != '["ready"]\n':
+            raise EOFError(f"math worker did not start within {timeout:.0f} s")
 
     def call(self, gold: str, pred: str, timeout: float) -> str:
         """The worker's verdict, or 'timeout' if none came within `timeout` seconds."""
-        if not self.ready:  # first use waits for math-verify's import, outside the bound
-            if self._readline(120.0) != '["ready"]\n':
-                raise EOFError("math worker did not start")  # the caller replaces it
-            self.ready = True
         self.proc.stdin.write(json.dumps([gold, pred]) + "\n")
         self.proc.stdin.flush()
         line = self._readline(timeout)
@@ -132,9 +143,10 @@ class _Worker:
             raise EOFError("math worker exited")
         return line
 
-    def kill(self):
+    def reap(self):
+        """Kill the process, wait for it and close its pipes."""
         self.proc.kill()
-        self.proc.wait(timeout=5)
+        self.proc.wait()
         for f in (self.proc.stdin, self.proc.stdout):
             try:
                 f.close()
@@ -151,50 +163,108 @@ class MathGrader:
         max_answer_chars: longer extracted answers are graded wrong unparsed (`too_long`).
         float_rounding: decimals math-verify compares floats to (its default, 6, accepts
             0.333333 for 1/3; 10 does not).
+        answer_format: how the answer is found: "tags", "boxed" or "tags_or_boxed"
+            (see `rules.extract_answer`). φ always requires the tags.
+        spares: warm workers kept in reserve. A worker that overran or died is replaced
+            by a spare at once, and a new spare starts in the background, so a timed-out
+            call returns within `timeout` plus a little even while the cores are busy.
     The exact fast path (equal normalised strings, or equal plain numbers and fractions)
-    is decided without a worker.
+    is decided without a worker. A worker that dies mid-call (killed from outside) is
+    replaced and the call retried once on another worker.
     """
 
-    def __init__(self, workers: int | None = None, timeout: float = 5.0,
-                 max_answer_chars: int = 1000, float_rounding: int = 10):
+    def __init__(self, workers: int | None = None, timeout: float = 5.0, max_answer_chars: int = 1000,
+                 float_rounding: int = 10, answer_format: str = "tags_or_boxed", spares: int = 1):
         self.workers = workers or os.cpu_count() or 1
         self.timeout, self.max_answer_chars, self.float_rounding = timeout, max_answer_chars, float_rounding
-        self._idle: queue.Queue[_Worker] = queue.Queue()
-        self._all: list[_Worker] = []
+        self.answer_format, self.spares = check_answer_format(answer_format), spares
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
+        self._reset_workers()
         atexit.register(self.close)
+
+    def _reset_workers(self):
+        self._idle: queue.Queue[_Worker] = queue.Queue()  # ready workers, for calls
+        self._spare: list[_Worker] = []  # ready workers, in reserve
+        self._live: set[_Worker] = set()
+        self._missing = 0  # call slots waiting for a replacement
+        self._failure: str | None = None
+        self._generation = getattr(self, "_generation", 0) + 1
 
     def _start(self):
         with self._lock:
-            if self._pool is None:
-                for _ in range(self.workers):
-                    self._spawn()
-                self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="math-grader")
+            if self._pool is not None:
+                return
+            fresh = [_Worker(self.float_rounding) for _ in range(self.workers + self.spares)]
+            for w in fresh:  # the first call waits out the imports, in parallel
+                w.wait_ready()
+            self._live.update(fresh)
+            for w in fresh[:self.workers]:
+                self._idle.put(w)
+            self._spare = fresh[self.workers:]
+            self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="math-grader")
 
-    def _spawn(self):
-        w = _Worker(self.float_rounding)
-        self._all.append(w)
-        self._idle.put(w)
+    def _take(self) -> _Worker:
+        while True:
+            try:
+                return self._idle.get(timeout=1.0)
+            except queue.Empty:
+                if self._failure:
+                    raise RuntimeError(f"math-verify workers could not be replaced: {self._failure}") from None
+
+    def _retire(self, w: _Worker):
+        """Swap in a spare for `w` now; kill and replace `w` in the background."""
+        w.proc.kill()
+        with self._lock:
+            self._live.discard(w)
+            if self._spare:
+                self._idle.put(self._spare.pop())
+            else:
+                self._missing += 1
+            generation = self._generation
+        threading.Thread(target=self._replace, args=(w, generation), daemon=True, name="math-grader-spare").start()
+
+    def _replace(self, dead: _Worker, generation: int):
+        dead.reap()
+        for _ in range(3):
+            w = _Worker(self.float_rounding)
+            try:
+                w.wait_ready()
+                break
+            except (EOFError, OSError) as e:
+                w.reap()
+                error = str(e)
+        else:
+            self._failure = error
+            return
+        with self._lock:
+            if generation != self._generation:  # closed meanwhile
+                w.reap()
+            elif self._missing:
+                self._missing -= 1
+                self._live.add(w)
+                self._idle.put(w)
+            else:
+                self._live.add(w)
+                self._spare.append(w)
 
     def _verify(self, gold: str, pred: str) -> str:
-        w = self._idle.get()
-        try:
-            verdict = w.call(gold, pred, self.timeout)
-        except (EOFError, OSError, ValueError):
-            verdict = "error"
-        else:
-            if verdict != "timeout":
+        for attempt in range(2):
+            w = self._take()
+            try:
+                verdict = w.call(gold, pred, self.timeout)
+            except (EOFError, OSError, ValueError):  # the worker died: replace it, retry once
+                self._retire(w)
+                continue
+            if verdict == "timeout":
+                self._retire(w)
+            else:
                 self._idle.put(w)
-                return verdict
-        w.kill()  # overran or died: replace it
-        with self._lock:
-            self._all.remove(w)
-            self._spawn()
-        return verdict
+            return verdict
+        return "error"
 
     def _judge(self, gold: str, completion: str) -> Verdict:
-        ans = extract_answer(completion)
+        ans = extract_answer(completion, self.answer_format)
         phi, n = format_ok(completion), len(completion)
         if ans is None:
             return Verdict(False, phi, None, n, "no_answer")
@@ -222,27 +292,30 @@ class MathGrader:
 
     def close(self):
         with self._lock:
-            for w in self._all:
-                w.kill()
-            self._all.clear()
+            for w in self._live:
+                w.reap()
             if self._pool is not None:
                 self._pool.shutdown(wait=False)
                 self._pool = None
-            self._idle = queue.Queue()
+            self._reset_workers()
 
     def __getstate__(self):  # picklable: a copy starts its own workers on first use
-        return {"workers": self.workers, "timeout": self.timeout,
-                "max_answer_chars": self.max_answer_chars, "float_rounding": self.float_rounding}
+        return {"workers": self.workers, "timeout": self.timeout, "max_answer_chars": self.max_answer_chars,
+                "float_rounding": self.float_rounding, "answer_format": self.answer_format, "spares": self.spares}
 
     def __setstate__(self, state):
         self.__init__(**state)
 
 
 class DomainGrader:
-    """Dispatches each problem to the grader of its `domain` ("math", "code")."""
+    """Dispatches each problem to the grader of its `domain` ("math", "code").
+
+    Its `answer_format` is its math grader's (None without one).
+    """
 
     def __init__(self, graders: dict[str, Grader]):
         self.graders = dict(graders)
+        self.answer_format = getattr(self.graders.get("math"), "answer_format", None)
 
     def _for(self, problem) -> Grader:
         try:
@@ -269,20 +342,29 @@ class DomainGrader:
         return out  # type: ignore[return-value]
 
 
-_GRADER_FACTORIES: dict[str, Callable[[], Grader]] = {"math": MathGrader}
-_default: DomainGrader | None = None
+_GRADER_FACTORIES: dict[str, Callable[[], Grader]] = {}  # domains other than math, registered by their modules
+_others: dict[str, Grader] | None = None
+_default: dict[str, DomainGrader] = {}
 
 
 def register_grader(domain: str, factory: Callable[[], Grader]) -> None:
     """Make `factory()` the default grader for `domain` (the code track registers its sandbox)."""
-    global _default
+    global _others
     _GRADER_FACTORIES[domain] = factory
-    _default = None
+    _others = None
+    _default.clear()
 
 
-def default_grader() -> DomainGrader:
-    """One shared grader for all domains, so many envs share one worker pool."""
-    global _default
-    if _default is None:
-        _default = DomainGrader({d: f() for d, f in _GRADER_FACTORIES.items()})
-    return _default
+def default_grader(answer_format: str = "tags_or_boxed") -> DomainGrader:
+    """One shared grader for all domains, so many envs share one worker pool.
+
+    Math answers are read as `answer_format` (one math-verify pool per format); the other
+    domains' graders are shared by every format.
+    """
+    global _others
+    if answer_format not in _default:
+        math = MathGrader(answer_format=check_answer_format(answer_format))
+        if _others is None:
+            _others = {d: f() for d, f in _GRADER_FACTORIES.items()}
+        _default[answer_format] = DomainGrader({"math": math, **_others})
+    return _default[answer_format]

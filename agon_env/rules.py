@@ -1,27 +1,64 @@
-"""The Agon game's rules, with no PettingZoo in them.
+"""The Agon game's rules, with no PettingZoo and no grader in them.
 
 Everything a learner or an environment shell needs to play the game lives here, once:
-the summary channel (what the challenger is shown), the format term, answer extraction
-and the reward schemes. `score_games` grades a batch of (problem, draft, response)
-games and pays both players; the AEC env and every learner call it.
+the summary channel (what the challenger is shown), answer extraction, the format term,
+the role rotation and the reward schemes. `pay` turns two graded completions into one
+`GameResult`; `agon_env.game` grades batches and calls it, and so do both env shells.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
-
-if TYPE_CHECKING:  # pragma: no cover
-    from problems.record import Problem
-    from .grading import Grader
+from typing import Callable, Sequence
 
 REWARD_SCHEMES = ("agon", "cooperative", "margin", "zero_sum")
 SUMMARY_MODES = ("paper", "full", "with_answer")
+ANSWER_FORMATS = ("tags", "boxed", "tags_or_boxed")
 
 _THINK_BLOCK = re.compile(r"<think>.*?</think>", re.S)
 _ANSWER_BLOCK = re.compile(r"<answer>(.*?)</answer>", re.S)
-_BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
+_BOX_OR_BRACE = re.compile(r"\\(?:boxed|fbox)\s*\{|[{}]")
+
+
+# ---------------------------------------------------------------- boxes
+def _boxes(text: str) -> list[tuple[int, int, int | None]]:
+    """Every `\\boxed{…}` / `\\fbox{…}` as (start, content start, closing brace or None if unclosed).
+
+    Braces count as written (an escaped `\\{` too, so `\\{…\\}` pairs balance). One linear
+    pass, so hostile nesting costs no more than its length.
+    """
+    if "box" not in text:
+        return []
+    stack: list[tuple[int, int] | None] = []
+    out: list[tuple[int, int, int | None]] = []
+    for m in _BOX_OR_BRACE.finditer(text):
+        if m.group() == "}":
+            if stack and (opened := stack.pop()) is not None:
+                out.append((*opened, m.start()))
+        else:
+            stack.append((m.start(), m.end()) if m.end() - m.start() > 1 else None)
+    return out + [(*o, None) for o in stack if o is not None]
+
+
+def _strip_boxes(text: str) -> str:
+    out, i = [], 0
+    for start, _, close in sorted(_boxes(text)):
+        if start < i:
+            continue  # nested in a box already removed
+        out.append(text[i:start])
+        i = len(text) if close is None else close + 1
+    out.append(text[i:])
+    return "".join(out)
+
+
+def last_boxed(text: str) -> str | None:
+    """The content of the last `\\boxed{}` with balanced braces (the one closing last), stripped."""
+    closed = [(close, begin) for _, begin, close in _boxes(text) if close is not None]
+    if not closed:
+        return None
+    close, begin = max(closed)
+    return text[begin:close].strip() or None
 
 
 # ---------------------------------------------------------------- summary channel
@@ -40,27 +77,23 @@ def drop_thinking(text: str) -> str:
     return text
 
 
-def _strip_boxed(text: str) -> str:
-    out, i = [], 0
-    for m in _BOXED.finditer(text):
-        if m.start() < i:
-            continue
-        depth, j = 1, m.end()
-        while j < len(text) and depth:
-            depth += {"{": 1, "}": -1}.get(text[j], 0)
-            j += 1
-        out.append(text[i:m.start()])
-        i = j
-    out.append(text[i:])
-    return "".join(out)
+def _until_stable(cut: Callable[[str], str], text: str) -> str:
+    """Apply `cut` until nothing changes, so removals cannot splice a new block together."""
+    while (shorter := cut(text)) != text:
+        text = shorter
+    return text
 
 
-def withhold_answer(text: str) -> str:
-    """Remove every `<answer>…</answer>` block (an unclosed one runs to the end) and `\\boxed{…}`."""
+def _cut_answers(text: str) -> str:
     text = _ANSWER_BLOCK.sub("", text)
     if "<answer>" in text:
         text = text.split("<answer>", 1)[0]
-    return _strip_boxed(text)
+    return _strip_boxes(text)
+
+
+def withhold_answer(text: str) -> str:
+    """Remove every `<answer>…</answer>` block and every `\\boxed{…}` (unclosed ones run to the end)."""
+    return _until_stable(_cut_answers, text)
 
 
 _FENCED = re.compile(r"```.*?(?:```|\Z)", re.S)
@@ -71,7 +104,7 @@ def withhold_code(text: str) -> str:
     (an unclosed fence runs to the end), so the approach in prose stays and no runnable
     program reaches the challenger. Inline `code` and unfenced indented code stay.
     """
-    return _FENCED.sub("", withhold_answer(text))
+    return _until_stable(lambda t: _FENCED.sub("", _cut_answers(t)), text)
 
 
 # What "final answer withheld" removes, per problem domain.
@@ -99,21 +132,38 @@ def summarize(draft: str, mode: str = "paper", max_chars: int | None = None, dom
 
 
 # ---------------------------------------------------------------- answers and format
-def extract_answer(completion: str) -> str | None:
-    """The content of the last closed `<answer>` block, stripped; None if there is none.
+def check_answer_format(answer_format: str) -> str:
+    if answer_format not in ANSWER_FORMATS:
+        raise ValueError(f"answer_format must be one of {ANSWER_FORMATS}, got {answer_format!r}")
+    return answer_format
 
-    A completion without a closed answer block is never graded on stray numbers
-    (math-verify alone would find the gold value in a cut-off reasoning trace).
+
+def extract_answer(completion: str, answer_format: str = "tags_or_boxed") -> str | None:
+    """The final answer of a completion, stripped; None if it gave none.
+
+    - `tags`: the content of the last closed `<answer>` block;
+    - `boxed`: the last `\\boxed{}` with balanced braces, outside the thinking (a box
+      inside `<think>` is reasoning, not an answer);
+    - `tags_or_boxed` (default): the tags, else the box.
+    A completion with neither (for example one cut off mid-reasoning) has no answer, and is
+    never graded on stray numbers (math-verify alone would find the gold value in the trace).
     """
-    found = _ANSWER_BLOCK.findall(completion)
-    if not found:
-        return None
-    ans = found[-1].strip()
-    return ans or None
+    check_answer_format(answer_format)
+    if answer_format != "boxed":
+        found = _ANSWER_BLOCK.findall(completion)
+        if found:
+            return found[-1].strip() or None
+        if answer_format == "tags":
+            return None
+    return last_boxed(drop_thinking(completion))
 
 
 def format_ok(completion: str) -> bool:
-    """φ: exactly one non-empty closed `<answer>` block, and no unclosed `<think>`."""
+    """φ: exactly one non-empty closed `<answer>` block, and no unclosed `<think>`.
+
+    The paper's format, whatever `answer_format` the grader reads: a boxed-only answer can
+    be correct, but only the tags earn φ.
+    """
     found = _ANSWER_BLOCK.findall(completion)
     if len(found) != 1 or not found[0].strip():
         return False
@@ -124,8 +174,12 @@ def format_ok(completion: str) -> bool:
 
 # ---------------------------------------------------------------- roles
 def drafter_seat(turn: int, fixed: bool = False) -> int:
-    """Which of the two players drafts on episode/step `turn`: 0 on even turns and 1 on odd
-    ones (roles swap every turn), or always 0 with fixed roles (the paper's ablation)."""
+    """Which of the two players drafts on `turn`: 0 on even turns and 1 on odd ones (roles
+    swap every turn), or always 0 with fixed roles (the paper's ablation).
+
+    A learner's turn is its optimizer step; an env's is its last reset seed plus the
+    episodes played since that reset.
+    """
     return 0 if fixed else turn % 2
 
 
@@ -174,7 +228,7 @@ def drafter_reward_for(scheme: str, c_a: bool, c_b: bool, phi_a: bool, format_we
     return drafter_reward(c_a, phi_a, format_weight)
 
 
-# ---------------------------------------------------------------- scoring games
+# ---------------------------------------------------------------- one game
 @dataclass(frozen=True)
 class RewardConfig:
     """How the game pays its players."""
@@ -209,6 +263,18 @@ class GameResult:
         return None if ca == cb else ("drafter" if ca else "challenger")
 
 
+def pay(rewards: RewardConfig, drafter_info: dict, challenger_info: dict) -> GameResult:
+    """Pay both players of one game from their verdicts (`correct`, `formatted`, and
+    `length` for the tiebreak, 0 where absent)."""
+    ca, cb = drafter_info["correct"], challenger_info["correct"]
+    return GameResult(
+        drafter_reward_for(rewards.scheme, ca, cb, drafter_info["formatted"], rewards.format_weight),
+        challenger_reward(rewards.scheme, ca, cb, challenger_info["formatted"], rewards.format_weight,
+                          rewards.length_tiebreak, drafter_info.get("length", 0), challenger_info.get("length", 0)),
+        drafter_info, challenger_info,
+    )
+
+
 def game_rates(results: Sequence[GameResult]) -> dict[str, float]:
     """Who solved what over a batch of games.
 
@@ -226,30 +292,3 @@ def game_rates(results: Sequence[GameResult]) -> dict[str, float]:
         "win_challenger": sum(b and not a for a, b in zip(ca, cb)) / n,
         "tie": sum(a == b for a, b in zip(ca, cb)) / n,
     }
-
-
-def score_games(
-    problems: Sequence["Problem"],
-    drafts: Sequence[str],
-    responses: Sequence[str],
-    grader: "Grader",
-    rewards: RewardConfig = RewardConfig(),
-) -> list[GameResult]:
-    """Grade all drafts and responses in one batch and pay both players of each game."""
-    if not (len(problems) == len(drafts) == len(responses)):
-        raise ValueError(
-            f"score_games needs equal lengths, got {len(problems)} problems, "
-            f"{len(drafts)} drafts, {len(responses)} responses"
-        )
-    verdicts = grader.grade_batch(list(problems) * 2, list(drafts) + list(responses))
-    n = len(problems)
-    out = []
-    for i in range(n):
-        va, vb = verdicts[i].as_info(), verdicts[n + i].as_info()
-        ra = drafter_reward_for(rewards.scheme, va["correct"], vb["correct"], va["formatted"], rewards.format_weight)
-        rb = challenger_reward(
-            rewards.scheme, va["correct"], vb["correct"], vb["formatted"],
-            rewards.format_weight, rewards.length_tiebreak, va["length"], vb["length"],
-        )
-        out.append(GameResult(ra, rb, va, vb))
-    return out

@@ -5,8 +5,9 @@ a fixed heuristic, a frozen snapshot of the learner, or any callable. Given a li
 rivals, one is drawn per episode (a snapshot pool for self-play).
 
 `role` says which part the learner trains: `"drafter"`, `"challenger"`, or `"both"`
-(the default: it drafts on even episodes and challenges on odd ones, counted from the
-last seeded reset, like the multi-agent env's alternating roles).
+(the default: the discrete env's own alternation, `rules.drafter_seat` of the last reset
+seed plus the episodes since, so the learner drafts after `reset(seed=0)` and challenges
+after `reset(seed=1)`). A `reset` that raises changes nothing.
 
 Rewards are attributed to the learner in both roles. The drafter's pay only exists once the
 challenger has answered, after the drafter's last action; PettingZoo's SB3 tutorial wrapper
@@ -33,12 +34,13 @@ class SingleAgentEnv(gym.Env):
     def __init__(self, rival: Policy | Sequence[Policy], role: str = "both", render_mode: str | None = None, **env_kwargs):
         if role not in TRAINED_ROLES:
             raise ValueError(f"role must be one of {TRAINED_ROLES}, got {role!r}")
+        if role == "both" and env_kwargs.get("roles", "alternate") != "alternate":
+            raise ValueError(f"role='both' needs the env's alternating roles, got roles={env_kwargs['roles']!r}")
         self.env = raw_env(render_mode=render_mode, **env_kwargs)
         self.role, self.render_mode = role, render_mode
         self.set_rival(rival)
         self.observation_space = self.env.observation_space(LEARNER)
         self.action_space = self.env.action_space(LEARNER)
-        self._episode = 0
 
     def set_rival(self, rival: Policy | Sequence[Policy]) -> None:
         """Replace the rival (or the pool of rivals, one drawn per episode)."""
@@ -48,16 +50,12 @@ class SingleAgentEnv(gym.Env):
         self._pool = pool
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        options = self.env.check_reset(seed, options)  # before anything changes
+        if self.role != "both":
+            options["drafter"] = LEARNER if self.role == "drafter" else RIVAL
         super().reset(seed=seed)
-        if seed is not None:
-            self._episode = 0
-        if self.role == "both":
-            drafter = AGENTS[self._episode % 2]
-        else:
-            drafter = LEARNER if self.role == "drafter" else RIVAL
-        self._episode += 1
         self._rival = self._pool[int(self.np_random.integers(len(self._pool)))]
-        self.env.reset(seed=seed, options={**(options or {}), "drafter": drafter})
+        self.env.reset(seed=seed, options=options)
         self._play_rival()
         return self.env.observe(LEARNER), {"role": self.env.role(LEARNER)}
 

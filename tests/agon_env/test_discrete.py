@@ -1,5 +1,7 @@
 """The discrete Agon variant: PettingZoo API, rules reuse, the summary channel, roles, and the draft's value."""
 
+import pickle
+
 import numpy as np
 import pytest
 from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test, seed_test
@@ -40,10 +42,17 @@ def test_rewards_are_the_rules(scheme):
 
 
 def test_env_calls_rules_instead_of_copying_them(monkeypatch):
-    monkeypatch.setattr(discrete, "challenger_reward", lambda *a, **k: 42.0)
-    monkeypatch.setattr(discrete, "drafter_reward_for", lambda *a, **k: -7.0)
+    monkeypatch.setattr(rules, "challenger_reward", lambda *a, **k: 42.0)
+    monkeypatch.setattr(rules, "drafter_reward_for", lambda *a, **k: -7.0)
     infos = _episodes(1, {a: random_policy(N_ACTIONS) for a in AGENTS})[0]
     assert sorted(i["reward"] for i in infos.values()) == [-7.0, 42.0]
+    # winner and conversion are GameResult's, not recomputed here
+    monkeypatch.setattr(rules.GameResult, "winner", property(lambda r: "challenger"))
+    monkeypatch.setattr(rules.GameResult, "converted", property(lambda r: "from GameResult"))
+    e = discrete.raw_env()
+    infos = play(e, {a: random_policy(N_ACTIONS) for a in AGENTS}, np.random.default_rng(0), seed=0)
+    assert {i["winner"] for i in infos.values()} == {e.challenger}
+    assert {i["converted"] for i in infos.values()} == {"from GameResult"}
 
 
 def _challenger_obs(drafter_answer):
@@ -71,8 +80,9 @@ def test_roles_alternate_fixed_and_pinned():
         e.reset()
         drafters.append(e.drafter)
     assert drafters == ["model_a", "model_b"] * 2
-    e.reset(seed=0)  # a seeded reset restarts the schedule
+    e.reset(seed=0)  # a seeded reset restarts the schedule at the seed's parity
     assert e.drafter == "model_a"
+    assert [e.reset(seed=s) or e.drafter for s in range(4)] == ["model_a", "model_b"] * 2
     e.reset(options={"drafter": "model_a"})
     assert e.drafter == "model_a"
     fixed = discrete.raw_env(roles="fixed")
@@ -98,6 +108,20 @@ def test_reading_the_draft_helps_but_copying_it_does_not():
     assert oracle_conv > blind_conv + 0.04, (oracle_conv, blind_conv)
     # No leak: the draft spells out no answer the drafter lacked, so copying converts no more than guessing.
     assert copy_conv < blind_conv + 0.03 and copy <= blind + 2 * noise
+
+
+def test_failed_calls_change_nothing():
+    e = discrete.raw_env()
+    e.reset(seed=4)
+    e.step(1)
+    state = lambda: pickle.dumps(({k: v for k, v in vars(e).items() if not k.startswith("_obs")},  # noqa: E731
+                                  [e.observe(a) for a in AGENTS]))
+    before = state()
+    for bad in (lambda: e.reset(seed=9, options={"drafter": "model_c"}), lambda: e.reset(seed=-3),
+                lambda: e.reset(options=["drafter"]), lambda: e.step(99), lambda: e.step(True), lambda: e.step("1")):
+        with pytest.raises((TypeError, ValueError)):
+            bad()
+        assert state() == before
 
 
 def test_errors_name_what_was_wrong():

@@ -1,3 +1,5 @@
+import pickle
+
 import pytest
 from pettingzoo.test import api_test, parallel_api_test, render_test, seed_test
 
@@ -72,6 +74,8 @@ def test_roles_alternate_and_pin(small_problems):
         drafters.append(e.agent_selection)
         play(e, "a", "b")
     assert drafters == ["model_a", "model_b", "model_a", "model_b"]
+    e.reset(seed=7)  # the seed's parity plus the episodes since
+    assert e.agent_selection == "model_b"
     e.reset(options={"drafter": "model_a"})
     assert e.agent_selection == "model_a"
     fixed = make(small_problems, roles="fixed")()
@@ -81,6 +85,20 @@ def test_roles_alternate_and_pin(small_problems):
         play(fixed, "a", "b")
         fixed.reset()
         assert fixed.agent_selection == "model_a"
+
+
+def test_a_loop_that_seeds_every_reset_alternates_roles(small_problems):
+    e = make(small_problems)()
+    drafters = []
+    for ep in range(6):
+        e.reset(seed=ep)
+        drafters.append(e.agent_selection)
+        play(e, "a", "b")
+    assert drafters == ["model_a", "model_b"] * 3
+    again = make(small_problems)()
+    again.reset(seed=3)
+    e.reset(seed=3)  # reset(seed) alone fixes the episode
+    assert (again.agent_selection, again.unwrapped.problem) == (e.agent_selection, e.unwrapped.problem)
 
 
 def test_seeded_problem_order_reproducible(small_problems):
@@ -113,10 +131,59 @@ def test_bad_input_errors_leave_env_usable(small_problems):
     e.step(None)
     e.step(None)  # PettingZoo dead steps still work
     assert e.agents == []
-    with pytest.raises(ValueError, match="options\\['drafter'\\]"):
-        e.reset(options={"drafter": "model_c"})
     e.reset()
     assert e.agent_selection in agon_env.AGENTS
+
+
+def _state(raw):
+    """Everything a reset or step could change, observations included."""
+    obs = {a: raw.observe(a) for a in raw.possible_agents} if hasattr(raw, "drafter") else None
+    return pickle.dumps(({k: v for k, v in vars(raw).items() if k not in ("game", "_obs_space", "_act_space")}, obs))
+
+
+@pytest.mark.parametrize("call, error, msg", [
+    (lambda e: e.reset(seed=123, options={"drafter": "nobody"}), ValueError, "options\\['drafter'\\] must be one of"),
+    (lambda e: e.reset(seed=5, options="drafter"), TypeError, "options must be a dict or None, got str"),
+    (lambda e: e.reset(options=42), TypeError, "options must be a dict or None, got int"),
+    (lambda e: e.reset(seed=-1), ValueError, "seed must be a non-negative int or None, got -1"),
+    (lambda e: e.reset(seed="abc"), TypeError, "seed must be a non-negative int or None, got str"),
+    (lambda e: e.reset(seed=1.5), TypeError, "seed must be a non-negative int or None, got float"),
+    (lambda e: e.reset(seed=2, options={"problem": {"id": "x"}}), ValueError, "options\\['problem'\\]: missing 'question'"),
+    (lambda e: e.reset(seed=2, options={"problem": 7}), TypeError, "options\\['problem'\\] must be a Problem or dict, got int"),
+    (lambda e: e.step(3), TypeError, "action for 'model_\\w' must be str, got int"),
+    (lambda e: e.step(b"bytes"), TypeError, "must be str, got bytes"),
+])
+@pytest.mark.parametrize("moment", ["fresh", "mid_episode", "after_draft"])
+def test_failed_calls_change_nothing(small_problems, call, error, msg, moment):
+    raw = agon_env.raw_env(problems=small_problems, grader=ExactMatchGrader())
+    raw.reset(seed=11)
+    play(raw, "a", "b")
+    raw.reset()
+    if moment == "after_draft":
+        raw.step("<think>x</think>draft<answer>5</answer>")
+    before = _state(raw)
+    with pytest.raises(error, match=msg):
+        call(raw)
+    assert _state(raw) == before
+
+
+def test_a_grader_failure_at_the_last_step_changes_nothing(small_problems):
+    class Broken(ExactMatchGrader):
+        def grade_batch(self, problems, completions):
+            raise RuntimeError("grader down")
+    raw = agon_env.raw_env(problems=small_problems, grader=Broken())
+    raw.reset(seed=0)
+    raw.step("draft")
+    before = _state(raw)
+    with pytest.raises(RuntimeError, match="grader down"):
+        raw.step("response")
+    assert _state(raw) == before and raw.agent_selection == raw.challenger
+
+
+def test_unknown_reset_options_are_ignored_with_a_warning(small_problems):
+    e = make(small_problems)()
+    with pytest.warns(UserWarning, match="ignoring unknown option\\(s\\) 'colour'"):
+        e.reset(seed=0, options={"colour": "red"})
 
 
 @pytest.mark.parametrize("kw, msg", [

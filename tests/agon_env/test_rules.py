@@ -1,13 +1,24 @@
+import ast
+import inspect
 import itertools
+import time
 
 import pytest
 
-from agon_env.grading import ExactMatchGrader
+import agon_env.rules
 from agon_env.rules import (
-    REWARD_SCHEMES, RewardConfig, challenger_reward, drafter_reward, drafter_reward_for, extract_answer,
-    format_ok, score_games, summarize,
+    ANSWER_FORMATS,
+    REWARD_SCHEMES,
+    RewardConfig,
+    challenger_reward,
+    drafter_reward,
+    drafter_reward_for,
+    drafter_seat,
+    extract_answer,
+    format_ok,
+    pay,
+    summarize,
 )
-from problems.record import Problem
 
 LAM = 0.5
 
@@ -80,13 +91,73 @@ def test_answer_extraction_and_format():
     assert not format_ok("3")
 
 
-def test_score_games_pays_conversion_bonus():
-    p = Problem(id="p", question="1+1?", answer="2")
-    right, wrong = "<answer>2</answer>", "<answer>3</answer>"
-    res = score_games([p] * 4, [wrong, wrong, right, right], [right, wrong, right, wrong], ExactMatchGrader())
-    assert [r.challenger_reward for r in res] == [3.5, 0.5, 2.5, 0.5]
-    assert [r.drafter_reward for r in res] == [0.5, 0.5, 2.5, 2.5]
-    assert [r.converted for r in res] == [True, False, False, False]
-    assert [r.winner for r in res] == ["challenger", None, None, "drafter"]
-    with pytest.raises(ValueError, match="equal lengths"):
-        score_games([p], [right, right], [right], ExactMatchGrader())
+@pytest.mark.parametrize("completion, tags, boxed, either", [
+    ("<answer>7</answer>", "7", None, "7"),
+    ("so \\boxed{7}.", None, "7", "7"),
+    ("\\boxed{7} then <answer>8</answer>", "8", "7", "8"),  # tags win under tags_or_boxed
+    ("first \\boxed{1}, corrected: \\boxed{2}", None, "2", "2"),  # several boxes: the last
+    ("\\boxed{\\frac{1}{\\sqrt{2}}}", None, "\\frac{1}{\\sqrt{2}}", "\\frac{1}{\\sqrt{2}}"),  # nested braces
+    ("\\boxed{\\{1, 2\\}}", None, "\\{1, 2\\}", "\\{1, 2\\}"),  # escaped braces pair up
+    ("\\fbox{3}", None, "3", "3"),
+    ("\\boxed {4}", None, "4", "4"),
+    ("<think>maybe \\boxed{5}</think>I am not sure.", None, None, None),  # a box in thinking is no answer
+    ("<think>try \\boxed{5}</think>so \\boxed{6}", None, "6", "6"),
+    ("we get \\boxed{5}</think> prompt-side reasoning ends; no answer", None, None, None),
+    ("<think>long reasoning, gold 42 appears, cut off", None, None, None),  # truncated: no answer
+    ("so the answer is \\boxed{\\frac{1}{2", None, None, None),  # an unclosed box is no answer
+    ("\\boxed{3} and finally \\boxed{\\frac{1}{2", None, "3", "3"),  # the last balanced one
+    ("\\boxed{}", None, None, None),
+    ("the answer is 42", None, None, None),
+])
+def test_answer_formats(completion, tags, boxed, either):
+    got = [extract_answer(completion, f) for f in ANSWER_FORMATS]
+    assert got == [tags, boxed, either]
+    assert extract_answer(completion) == either  # tags_or_boxed is the default
+
+
+def test_format_term_requires_tags_whatever_the_answer_format():
+    assert not format_ok("\\boxed{7}") and extract_answer("\\boxed{7}") == "7"
+    assert format_ok("<think>a</think>s<answer>\\boxed{7}</answer>")
+    with pytest.raises(ValueError, match="answer_format must be one of"):
+        extract_answer("x", "latex")
+
+
+def test_hostile_boxes_are_scanned_in_linear_time():
+    deep = "\\boxed{" * 100_000 + "1" + "}" * 100_000
+    t = time.perf_counter()
+    assert extract_answer(deep).startswith("\\boxed{")  # the outermost box: math-verify decides
+    assert extract_answer("\\boxed{" * 300_000) is None  # 2 MB, never closed
+    assert summarize("\\boxed{" * 300_000) == ""
+    assert time.perf_counter() - t < 5.0
+
+
+@pytest.mark.parametrize("draft", [
+    "\\bo\\boxed{x}xed{SECRET}",  # removing one box must not splice another together
+    "<ans<answer>x</answer>wer>SECRET</answer>",
+    "<ans\\boxed{1}wer>SECRET</answer>",
+    "result: \\boxed{SECRET} and <answer>SECRET</answer>",
+])
+def test_summary_withholds_spliced_answers(draft):
+    assert "SECRET" not in summarize(draft)
+
+
+def test_drafter_seat_is_the_rotation_rule():
+    assert [drafter_seat(t) for t in range(4)] == [0, 1, 0, 1]
+    assert {drafter_seat(t, fixed=True) for t in range(4)} == {0}
+    assert drafter_seat(2**70 + 1) == 1
+
+
+def test_pay_uses_the_schemes_and_tolerates_missing_lengths():
+    right, wrong = {"correct": True, "formatted": True}, {"correct": False, "formatted": False}
+    r = pay(RewardConfig("agon"), wrong, right)
+    assert (r.drafter_reward, r.challenger_reward, r.converted, r.winner) == (0.0, 3.5, True, "challenger")
+    tiebreak = RewardConfig("agon", length_tiebreak=0.25)
+    tie = pay(tiebreak, {**right, "length": 9}, {**right, "length": 3})
+    assert tie.challenger_reward == 2.75 and tie.winner is None
+
+
+def test_rules_import_nothing_from_the_package():
+    """One-way layers: rules ← grading ← game; rules imports no package module, not even for types."""
+    tree = ast.parse(inspect.getsource(agon_env.rules))
+    imports = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert not [n for n in imports if isinstance(n, ast.ImportFrom) and (n.level or n.module.startswith(("agon_env", "problems")))]

@@ -50,9 +50,26 @@ def test_learner_is_paid_what_the_env_pays_in_both_roles(role):
 
 def test_both_roles_alternate_from_a_seeded_reset():
     env = SingleAgentEnv(random_policy(N_ACTIONS), role="both")
-    roles = [env.reset(seed=5)[1]["role"]] + [env.reset()[1]["role"] for _ in range(3)]
+    roles = [env.reset(seed=4)[1]["role"]] + [env.reset()[1]["role"] for _ in range(3)]
     assert roles == ["drafter", "challenger"] * 2
-    assert env.reset(seed=5)[1]["role"] == "drafter"
+    assert env.reset(seed=5)[1]["role"] == "challenger"  # the env's rule: the seed's parity
+    assert [env.reset(seed=s)[1]["role"] for s in range(4)] == ["drafter", "challenger"] * 2
+
+
+def test_the_rotation_rule_is_drafter_seat(monkeypatch):
+    monkeypatch.setattr("agon_env._aec.drafter_seat", lambda turn, fixed=False: 1)
+    env = SingleAgentEnv(random_policy(N_ACTIONS), role="both")
+    assert {env.reset(seed=s)[1]["role"] for s in range(4)} == {"challenger"}
+
+
+def test_failed_reset_changes_nothing():
+    env = SingleAgentEnv(random_policy(N_ACTIONS), role="both")
+    env.reset(seed=3)
+    before = (env.np_random.bit_generator.state, env.env.np_random.bit_generator.state, env.env.drafter)
+    for bad in ({"seed": -1}, {"seed": "x"}, {"options": "drafter"}, {"seed": 8, "options": {"drafter": "judge"}}):
+        with pytest.raises((TypeError, ValueError)):
+            env.reset(**bad)
+        assert (env.np_random.bit_generator.state, env.env.np_random.bit_generator.state, env.env.drafter) == before
 
 
 def test_rival_pool_is_sampled_per_episode():
@@ -74,6 +91,8 @@ def test_errors():
         SingleAgentEnv(random_policy(N_ACTIONS), role="judge")
     with pytest.raises(TypeError, match="rival must be a callable"):
         SingleAgentEnv("not a policy")
+    with pytest.raises(ValueError, match="role='both' needs the env's alternating roles"):
+        SingleAgentEnv(random_policy(N_ACTIONS), role="both", roles="fixed")
     env = SingleAgentEnv(random_policy(N_ACTIONS), role="challenger")
     env.reset(seed=0)
     env.step(0)
