@@ -30,8 +30,9 @@ _FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.S)
 
 
 def extract_code(completion: str) -> str | None:
-    """The program in the completion's last answer block, or None if there is none."""
-    ans = extract_answer(completion)
+    """The program in the completion's last closed `<answer>` block, or None if there is none
+    (code is graded with `answer_format="tags"` whatever the game's setting: no `\\boxed{}`)."""
+    ans = extract_answer(completion, answer_format="tags")  # a box is a math answer, never a program
     if ans is None:
         return None
     blocks = _FENCE.findall(ans)

@@ -15,7 +15,8 @@ import torch
 
 
 class RunDir:
-    """`out_dir/run_name/`: config.json, metrics.jsonl, tb/, checkpoint/, plots and summary."""
+    """`out_dir/run_name/`: config.json, metrics.jsonl, tb/, checkpoint (a link to the newest
+    `checkpoint-<step>/`), plots and summary."""
 
     def __init__(self, path: str | Path, config, resume: bool = False):
         self.path = Path(path)
@@ -38,12 +39,19 @@ class RunDir:
     def history(self) -> list[dict]:
         if not self.metrics_path.exists():
             return []
-        return [json.loads(line) for line in self.metrics_path.read_text().splitlines() if line.strip()]
+        # Only newline-terminated lines: a kill in the middle of `log` leaves a partial last one.
+        lines = self.metrics_path.read_text().split("\n")[:-1]
+        return [json.loads(line) for line in lines if line.strip()]
 
     def truncate_after(self, step: int) -> None:
         """Drop metric lines a killed run wrote past its last checkpoint."""
         keep = [r for r in self.history() if r["step"] < step]
-        self.metrics_path.write_text("".join(json.dumps(r) + "\n" for r in keep))
+        tmp = self.metrics_path.with_name(self.metrics_path.name + ".tmp")
+        with tmp.open("w") as f:  # a kill mid-write leaves the old file whole
+            f.write("".join(json.dumps(r) + "\n" for r in keep))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.metrics_path)
 
     def close(self):
         self.tb.close()
@@ -57,33 +65,99 @@ def load_config(run_dir: str | Path) -> dict:
 
 
 # ---------------------------------------------------------------- checkpoints
+# Layout: each save writes a complete `checkpoint-<step>/state.pt` (fsync'd) under a temp
+# name, renames it into place, then atomically repoints the `checkpoint` symlink at it
+# (os.replace of a fresh link) and only then deletes the older `checkpoint-*` dirs. So
+# `run_dir/checkpoint/state.pt` (what `load_checkpoint` and `baselines.runs` read) is at every
+# instant either the previous complete checkpoint or the new one; a SIGKILL anywhere leaves at
+# most stray temp/old dirs, which the next save removes.
+CHECKPOINT = "checkpoint"
+_TMP_PREFIX = ".checkpoint.tmp"
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _step_dirs(run_dir: Path) -> list[Path]:
+    """The `checkpoint-<step>[.n]` dirs, newest (highest step, then latest suffix) first."""
+    def key(p: Path):
+        step, _, n = p.name[len(CHECKPOINT) + 1:].partition(".")
+        return (int(step), int(n or 0))
+
+    found = [p for p in run_dir.glob(f"{CHECKPOINT}-*")
+             if p.is_dir() and not p.is_symlink() and p.name[len(CHECKPOINT) + 1:].replace(".", "").isdigit()]
+    return sorted(found, key=key, reverse=True)
+
+
+def checkpoint_state_path(run_dir: str | Path) -> Path | None:
+    """The state.pt to resume from: `checkpoint/state.pt`, else (a run dir caught mid-migration
+    from the old layout, or written by the old two-rename save) the newest complete
+    `checkpoint-<step>/`, else `.checkpoint.old/`; None if there is none."""
+    run_dir = Path(run_dir)
+    candidates = [run_dir / CHECKPOINT, *_step_dirs(run_dir), run_dir / ".checkpoint.old"]
+    return next((c / "state.pt" for c in candidates if (c / "state.pt").is_file()), None)
+
+
 def save_checkpoint(run_dir: Path, step: int, policies: dict, optimizers: dict, schedulers: dict, extra: dict) -> Path:
-    """Everything a resume needs, written to a temp dir then renamed over `checkpoint/`."""
-    final, tmp = Path(run_dir) / "checkpoint", Path(run_dir) / f".checkpoint.tmp{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    torch.save({
-        "step": step,
-        "params": {k: [p.detach().cpu().clone() for p in pol.parameters()] for k, pol in policies.items()},
-        "optimizers": {k: o.state_dict() for k, o in optimizers.items()},
-        "schedulers": {k: s.state_dict() for k, s in schedulers.items()},
-        "rng": {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()},
-        "extra": extra,
-        "time": time.time(),
-    }, tmp / "state.pt")
-    old = Path(run_dir) / ".checkpoint.old"
-    shutil.rmtree(old, ignore_errors=True)
-    if final.exists():
-        final.rename(old)
-    tmp.rename(final)
-    shutil.rmtree(old, ignore_errors=True)
-    return final
+    """Everything a resume needs, as `checkpoint-<step>/state.pt` with `checkpoint` switched to it
+    atomically (see the layout note above); the run dir always holds a loadable checkpoint."""
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    link = run_dir / CHECKPOINT
+    current = os.readlink(link) if link.is_symlink() else None
+    for stale in run_dir.glob(f"{_TMP_PREFIX}*"):  # left by a killed save (or this one's pid)
+        if stale.is_dir() and not stale.is_symlink():
+            shutil.rmtree(stale)
+        else:
+            stale.unlink(missing_ok=True)
+    tmp = run_dir / f"{_TMP_PREFIX}{os.getpid()}"
+    os.mkdir(tmp)
+    with open(tmp / "state.pt", "wb") as f:
+        torch.save({
+            "step": step,
+            "params": {k: [p.detach().cpu().clone() for p in pol.parameters()] for k, pol in policies.items()},
+            "optimizers": {k: o.state_dict() for k, o in optimizers.items()},
+            "schedulers": {k: s.state_dict() for k, s in schedulers.items()},
+            "rng": {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()},
+            "extra": extra,
+            "time": time.time(),
+        }, f)
+        f.flush()
+        os.fsync(f.fileno())
+    _fsync_dir(tmp)
+    # A fresh name: never the dir `checkpoint` points at now (a resumed run saving a step again).
+    name, n = f"{CHECKPOINT}-{step:06d}", 0
+    while name == current or (run_dir / name).exists():
+        if name != current:  # a complete-or-not leftover of a killed save: not the live one
+            shutil.rmtree(run_dir / name)
+            continue
+        n += 1
+        name = f"{CHECKPOINT}-{step:06d}.{n}"
+    os.rename(tmp, run_dir / name)
+    _fsync_dir(run_dir)
+    if link.exists() and not link.is_symlink():  # the old layout's real dir: keep it loadable meanwhile
+        legacy = run_dir / f"{CHECKPOINT}-legacy"
+        shutil.rmtree(legacy, ignore_errors=True)
+        os.rename(link, legacy)  # until the link below exists, checkpoint_state_path finds `name`
+    new_link = run_dir / f"{_TMP_PREFIX}link{os.getpid()}"
+    os.symlink(name, new_link)
+    os.replace(new_link, link)
+    _fsync_dir(run_dir)
+    for old in [*_step_dirs(run_dir), run_dir / f"{CHECKPOINT}-legacy", run_dir / ".checkpoint.old"]:
+        if old.name != name and old.exists():
+            shutil.rmtree(old)
+    return link
 
 
 def load_checkpoint(run_dir: Path, policies: dict, optimizers: dict, schedulers: dict) -> tuple[int, dict]:
     """Restore in place; returns (the step to continue from, extra)."""
-    path = Path(run_dir) / "checkpoint" / "state.pt"
-    if not path.exists():
+    path = checkpoint_state_path(run_dir)
+    if path is None:
         raise SystemExit(f"error: --resume {str(run_dir)!r} has no checkpoint yet (checkpoint/state.pt)")
     state = torch.load(path, weights_only=False)
     for k, pol in policies.items():

@@ -19,8 +19,8 @@ from collections import Counter
 from pathlib import Path
 
 from .arith import TIERS
-from .generate import BUNDLED_PATH, BUNDLED_SEED, BUNDLED_SIZES, SPLIT_ORDER, generate_arith
 from .deepmath import HARD_DIFFICULTY, is_binary, is_deepmath_path, read_deepmath
+from .generate import BUNDLED_PATH, BUNDLED_SEED, BUNDLED_SIZES, SPLIT_ORDER, generate_arith
 from .record import SPLITS, Problem, write_jsonl
 from .rows import DataError, SkippedRows
 from .sources import SOURCES, load
@@ -66,9 +66,19 @@ def cmd_list(args) -> None:
     print(f"{'PATH':14s} a Problem .jsonl file, or a DeepMath parquet/JSONL file or directory")
 
 
-def cmd_show(args) -> None:
-    from agon_env.rules import summarize  # what the challenger would read of the worked solution
+def visible_part(solution: str) -> str | None:
+    """The text between `</think>` and `<answer>` of a worked solution written in the
+    completion layout the arith families use (`<think>STEPS</think>SUMMARY<answer>A</answer>`):
+    the part a challenger reading this solution as a draft would see. None for a solution in
+    any other layout (DeepMath's prose, code sets' programs). A local slice, not the game's
+    summary channel, so `problems` does not import `agon_env`."""
+    head, sep, rest = solution.partition("</think>")
+    if not sep or "<think>" in rest or "<answer>" not in rest:
+        return None
+    return rest.rpartition("<answer>")[0].strip()
 
+
+def cmd_show(args) -> None:
     for p in _problems(args)[:args.n]:
         tier = p.metadata.get("tier", "")
         print(f"[{p.id}] split={p.split} difficulty={p.difficulty:g} {tier}".rstrip())
@@ -76,7 +86,9 @@ def cmd_show(args) -> None:
         print(f"  answer: {p.answer}")
         if p.solution:
             print(f"  solution: {p.solution}")
-            print(f"  summary (challenger sees): {summarize(p.solution)}")
+            visible = visible_part(p.solution)
+            if visible is not None:
+                print(f"  visible part (between </think> and <answer>): {visible}")
 
 
 def cmd_stats(args) -> None:

@@ -37,6 +37,7 @@ def easy():
     ("<answer>sketch\n```py\nprint(1)\n```\nfinal:\n```python\nprint(2)\n```</answer>", "print(2)"),
     ("```python\nprint(1)\n```", None),  # a program outside the answer block is not graded
     ("<answer>```python\n```</answer>", None),
+    ("\\boxed{print(1)}", None),  # a box is a math answer, never a program
 ])
 def test_extract_code(completion, code):
     assert extract_code(completion) == code
@@ -70,6 +71,18 @@ def test_code_grader_verdicts(grader, easy):
     assert (verdicts[2].correct, verdicts[2].pass_fraction) == (False, 0.4)  # right only where all digits are equal
     with pytest.raises(ValueError, match="needs a code problem"):
         grader.grade(Problem(id="m", question="1+1?", answer="2"), fenced("print(2)"))
+
+
+def test_a_boxed_only_code_completion_is_no_answer(grader, easy):
+    """The game's default answer_format (tags_or_boxed) would read this box; the code grader reads tags only."""
+    from agon_env.rules import extract_answer
+
+    p = easy["digit_spread"]
+    program = extract_code(p.solution)
+    boxed = f"<think>read, then max - min</think>Done.\n\\boxed{{{program}}}"
+    assert extract_answer(boxed) == program  # a right program, in a box
+    v = grader.grade(p, boxed)
+    assert (v.verdict, v.correct, v.formatted) == ("no_answer", False, False)
 
 
 def test_problem_limits_are_used():

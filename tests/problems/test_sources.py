@@ -55,8 +55,19 @@ def test_cli_show(capsys):
     out = capsys.readouterr().out
     first = load("arith", split="test", tier="hard")[0]
     assert out.count("  Q: ") == 2 and first.question in out and first.solution in out
-    summary_line = next(line for line in out.splitlines() if "summary (challenger sees)" in line)
-    assert "<answer>" not in summary_line and "<think>" not in summary_line
+    visible = next(line for line in out.splitlines() if line.startswith("  visible part"))
+    assert visible.endswith(": " + first.solution.split("</think>")[1].split("<answer>")[0].strip())
+    shown = visible.split("): ", 1)[1]
+    assert "<answer>" not in shown and "<think>" not in shown and "</think>" not in shown
+
+
+def test_visible_part_only_for_the_arith_layout():
+    from problems.__main__ import visible_part
+
+    assert visible_part("<think>2+3=5</think>so 5 then ×2<answer>10</answer>") == "so 5 then ×2"
+    assert visible_part("just prose, answer 10") is None
+    assert visible_part("<think>unclosed reasoning") is None
+    assert visible_part("<think>a</think>no answer block") is None
 
 
 def test_cli_stats_arith(capsys):
