@@ -19,29 +19,28 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from pathlib import Path
 
-import torch
 import tyro
-from tqdm import trange
 
 from agon_env.rules import drafter_seat, game_rates
 
-from .common import CommonArgs, batch_for_step, grpo_update, load_split, make_optimizer, seed_everything
+from .config import LearnerArgs, RewardScheme, SummaryMode, policy_template
 from .evaluate import choose_direction, evaluate_pair
 from .grpo_loss import group_advantages
 from .policy import load_pair
-from .report import final_table, model_rows
-from .runlog import RunDir, load_checkpoint, load_config, plot_series, save_checkpoint, smooth
+from .rollouts import Rollouts
+from .runlog import plot_series, smooth
+from .training import batch_for_step, finish, resumed, train
+from .update import grpo_update, make_optimizer
 
 
 @dataclass
-class Args(CommonArgs):
+class Args(LearnerArgs):
     """Agon two-policy GRPO."""
 
     group_size: int = 8
     """N: drafts per problem per step; the challenger answers each once, so 2N rollouts per problem"""
-    reward: str = "agon"
+    reward: RewardScheme = "agon"
     """challenger reward: 'agon' (conversion bonus), 'cooperative', 'margin' or 'zero_sum'"""
     fixed_roles: bool = False
     """ablation: model A always drafts instead of swapping roles every step"""
@@ -49,47 +48,41 @@ class Args(CommonArgs):
     """ablation: the whole group's challengers read one draft, not one draft each"""
     length_tiebreak: float = 0.0
     """λ′: bonus for a right challenger shorter than a right drafter"""
-    summary: str = "paper"
+    summary: SummaryMode = "paper"
     """what the challenger reads: 'paper' (thinking dropped, answer withheld), 'with_answer' or 'full'"""
 
 
 # ---------------------------------------------------------------- one optimizer step
-def group_rewards(drafter_rewards, seen, P: int, N: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """[P, N] rewards per role: the drafter's on its own drafts, the challenger's from the
-    games it actually played (`seen`: its draft was the one it read)."""
-    r_d = torch.tensor(drafter_rewards, dtype=torch.float).view(P, N)
-    r_c = torch.tensor([g.challenger_reward for g in seen]).view(P, N)
-    return r_d, r_c
-
-
-def agon_step(step: int, args: Args, game, train, policies, opts, scheds) -> dict:
+def agon_step(step: int, args: Args, game, train_set, policies, opts, scheds) -> dict:
     t0 = time.perf_counter()
     d_name, c_name = ("A", "B") if drafter_seat(step, args.fixed_roles) == 0 else ("B", "A")
-    drafter, challenger = policies[d_name], policies[c_name]
-    problems = batch_for_step(train, step, args.problems_per_step, args.seed)
-    P, N = len(problems), args.group_size
-    reps = [p for p in problems for _ in range(N)]
+    problems = batch_for_step(train_set, step, args.problems_per_step, args.seed)
     seed = 2 * (args.seed * 1_000_003 + step)  # drafter seed, challenger seed + 1: no reuse across steps
+    N = args.group_size
 
-    drafts = [g for gs in drafter.generate(game.drafter_prompts(problems), N, args.sampling(), seed) for g in gs]
-    shown = [drafts[i - i % N] for i in range(P * N)] if args.shared_opponent else drafts
-    prompts = game.challenger_prompts(reps, [d.text for d in shown])
-    responses = [gs[0] for gs in challenger.generate(prompts, 1, args.sampling(), seed + 1)]
-
-    seen = game.score(reps, [d.text for d in shown], [r.text for r in responses])
-    if args.shared_opponent:  # drafts other than the shown one had no reader: paid GRPO's reward
-        r_own, verdicts = game.grade_solo(reps, [d.text for d in drafts])
-        drafter_pass = sum(v.correct for v in verdicts) / len(verdicts)
-    else:
-        r_own, drafter_pass = [g.drafter_reward for g in seen], None
-    r_d, r_c = group_rewards(r_own, seen, P, N)
-    stats_d = grpo_update(drafter, opts[d_name], scheds[d_name], drafts,
+    # 1-2. N drafts per problem; one answer per draft, from the summary of the draft it reads
+    drafts = Rollouts.sample(policies[d_name], problems, game.drafter_prompts(problems), N, args.sampling, seed)
+    reps = drafts.each_problem
+    read = [i - i % N for i in range(len(drafts))] if args.shared_opponent else list(range(len(drafts)))
+    prompts = game.challenger_prompts(reps, [drafts.texts[j] for j in read])
+    answers = Rollouts.sample(policies[c_name], reps, prompts, 1, args.sampling, seed + 1)
+    # 3. grade both and pay both (unread drafts under --shared-opponent get GRPO's reward)
+    played = game.score_round(reps, drafts.texts, answers.texts, read)
+    r_d = drafts.grid(played.drafter_rewards)
+    r_c = drafts.grid([g.challenger_reward for g in played.games])
+    # 4-5. own-group advantages, and both policies update
+    stats_d = grpo_update(policies[d_name], opts[d_name], scheds[d_name], drafts.gens,
                           group_advantages(r_d, args.scale_std).flatten(), args)
-    stats_c = grpo_update(challenger, opts[c_name], scheds[c_name], responses,
+    stats_c = grpo_update(policies[c_name], opts[c_name], scheds[c_name], answers.gens,
                           group_advantages(r_c, args.scale_std).flatten(), args)
+    return step_metrics(d_name, c_name, played, drafts, answers, r_d, r_c, stats_d, stats_c,
+                        scheds[d_name].get_last_lr()[0], time.perf_counter() - t0)
 
-    rates = game_rates(seen)  # win, conversion, keep: over the games as played
-    drafter_pass = rates["drafter_pass"] if drafter_pass is None else drafter_pass
+
+def step_metrics(d_name, c_name, played, drafts, answers, r_d, r_c, stats_d, stats_c, lr, step_time) -> dict:
+    """What a step logs: rewards, who won, the challenger's conversion and keep, lengths, the update."""
+    rates = game_rates(played.games)  # win, conversion, keep: over the games as played
+    drafter_pass = sum(played.drafter_correct) / len(played.drafter_correct)
     zero_std = lambda r: float((r.std(-1) == 0).float().mean())  # noqa: E731
     return {
         "drafter": d_name,
@@ -100,79 +93,61 @@ def agon_step(step: int, args: Args, game, train, policies, opts, scheds) -> dic
         f"pass/{d_name}": drafter_pass, f"pass/{c_name}": rates["challenger_pass"],
         # The challenger's two ways to be right: fix a wrong draft, or keep a right one.
         "conversion": rates["conversion"], "keep": rates["keep"],
-        "length/drafter": sum(len(g.completion_ids) for g in drafts) / len(drafts),
-        "length/challenger": sum(len(g.completion_ids) for g in responses) / len(responses),
+        "length/drafter": drafts.mean_length(), "length/challenger": answers.mean_length(),
         "zero_std/drafter": zero_std(r_d), "zero_std/challenger": zero_std(r_c),
         "clip_frac": (stats_d["clip_frac"] + stats_c["clip_frac"]) / 2, "kl": (stats_d["kl"] + stats_c["kl"]) / 2,
         "grad_norm/drafter": stats_d["grad_norm"], "grad_norm/challenger": stats_c["grad_norm"],
-        "loss/drafter": stats_d["loss"], "loss/challenger": stats_c["loss"], "lr": scheds[d_name].get_last_lr()[0],
-        "step_time": time.perf_counter() - t0,
+        "loss/drafter": stats_d["loss"], "loss/challenger": stats_c["loss"], "lr": lr, "step_time": step_time,
     }
+
+
+def plots(run_path, n_test: int):
+    def draw(history: list[dict]):
+        for k in ("win/A", "win/B", "conversion", "keep"):
+            smooth(history, k)
+        return [
+            plot_series(run_path / "win_rates.png", history, {"win rate (10-step mean)": ["win/A_avg", "win/B_avg"],
+                        "challenger (10-step mean)": ["conversion_avg", "keep_avg"]}, "Agon: who out-solved whom"),
+            plot_series(run_path / "rewards.png", history, {
+                "drafter reward": ["reward/A_drafter_mean", "reward/B_drafter_mean"],
+                "challenger reward": ["reward/A_challenger_mean", "reward/B_challenger_mean"]}, "Agon rewards"),
+            plot_series(run_path / "heldout.png", history, {
+                f"held-out pass@1 (mid-run: first 100 of {n_test})": ["eval/A", "eval/B", "eval/A→B", "eval/B→A"],
+                "length (tokens)": ["length/drafter", "length/challenger"]}, "Held-out pass@1 and length"),
+        ]
+    return draw
 
 
 # ---------------------------------------------------------------- the run
 def main(args: Args) -> dict:
     t_start = time.perf_counter()
-    if args.resume:
-        args = replace(Args(**load_config(args.resume)), resume=args.resume)
+    args = resumed(args)
     args.validate("group-size", args.group_size)
     if args.shared_opponent and args.reward == "zero_sum":
         raise SystemExit("error: --reward zero_sum pays drafters by their reader; with --shared-opponent most drafts have none")
-    seed_everything(args.seed, args.threads)
-    train = load_split(args, "train", args.train_tiers)
-    game = args.game(args.reward, train[0].domain, length_tiebreak=args.length_tiebreak, summary=args.summary)
-    val = load_split(args, "validation", args.eval_tier, args.eval_problems)
-    test = load_split(args, "test", args.eval_tier, args.eval_problems)
-    a, b = load_pair(args.model, lora_rank=args.lora_rank, device=args.device, backend=args.backend, seed=args.seed, reference=args.beta > 0)
+    args.seed_everything()
+    train_set = args.load("train", args.train_tiers)
+    val = args.load("validation", args.eval.tier, args.eval.problems)
+    test = args.load("test", args.eval.tier, args.eval.problems)
+    a, b = load_pair(args.model_spec(), lora_rank=args.lora_rank, device=args.device, backend=args.backend,
+                     seed=args.seed, reference=args.beta > 0)
+    game = args.game(train_set[0].domain, policy_template([a, b]), args.reward, args.format_weight,
+                     length_tiebreak=args.length_tiebreak, summary=args.summary)
     policies = {"A": a, "B": b}
     opts, scheds = {}, {}
     for k, pol in policies.items():
         opts[k], scheds[k] = make_optimizer(pol, args)
 
-    name = args.run_name or f"agon_grpo-{args.reward}-s{args.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
-    run = RunDir(args.resume or Path(args.out_dir) / name, args, resume=bool(args.resume))
-    ecfg = args.eval_config()
-    if args.resume:
-        start, extra = load_checkpoint(run.path, policies, opts, scheds)
-        before = extra["before"]
-        run.truncate_after(start)
-        print(f"resumed {run.path} at step {start}")
-    else:
-        start, before = 0, evaluate_pair(a, b, test, game, ecfg)
-        run.log(0, model_rows(before, "eval/"))
+    def evaluate(problems, cfg):
+        return evaluate_pair(a, b, problems, game, cfg, args.eval_seed())
 
-    bar = trange(start, args.steps, desc="agon_grpo", disable=not args.progress, dynamic_ncols=True)
-    for step in bar:
-        m = agon_step(step, args, game, train, policies, opts, scheds)
-        if args.eval_every and (step + 1) % args.eval_every == 0 and step + 1 < args.steps:
-            m.update(model_rows(evaluate_pair(a, b, test[:100], game, replace(ecfg, greedy=False)), "eval/"))
-        run.log(step, m)
-        bar.set_postfix(winA=f"{m['win/A']:.2f}", winB=f"{m['win/B']:.2f}", conv=f"{m['conversion']:.2f}")
-        if args.checkpoint_every and (step + 1) % args.checkpoint_every == 0:
-            save_checkpoint(run.path, step + 1, policies, opts, scheds, {"before": before})
-
-    direction = choose_direction(evaluate_pair(a, b, val, game, replace(ecfg, greedy=False))[2:])
-    after = evaluate_pair(a, b, test, game, ecfg)
-    run.log(args.steps, model_rows(after, "eval/"))
-    history = run.history()
-    for k in ("win/A", "win/B", "conversion", "keep"):
-        smooth(history, k)
-    plots = [
-        plot_series(run.path / "win_rates.png", history, {"win rate (10-step mean)": ["win/A_avg", "win/B_avg"],
-                    "challenger (10-step mean)": ["conversion_avg", "keep_avg"]}, "Agon: who out-solved whom"),
-        plot_series(run.path / "rewards.png", history, {
-            "drafter reward": ["reward/A_drafter_mean", "reward/B_drafter_mean"],
-            "challenger reward": ["reward/A_challenger_mean", "reward/B_challenger_mean"]}, "Agon rewards"),
-        plot_series(run.path / "heldout.png", history, {
-            f"held-out pass@1 (mid-run: first 100 of {len(test)})": ["eval/A", "eval/B", "eval/A→B", "eval/B→A"],
-            "length (tokens)": ["length/drafter", "length/challenger"]}, "Held-out pass@1 and length"),
-    ]
-    summary = final_table(run.path, "agon_grpo", args, before, after, direction, history,
-                          time.perf_counter() - t_start)
-    run.close()
-    print(f"\noutputs in {run.path}: metrics.jsonl, tb/ (TensorBoard), checkpoint/, summary.md, "
-          + ", ".join(p.name for p in plots if p))
-    return summary
+    run, before = train(
+        args, "agon_grpo", args.run_name or f"agon_grpo-{args.reward}-s{args.seed}-{time.strftime('%Y%m%d-%H%M%S')}",
+        policies, opts, scheds, lambda s: agon_step(s, args, game, train_set, policies, opts, scheds), evaluate, test,
+        lambda m: {"winA": f"{m['win/A']:.2f}", "winB": f"{m['win/B']:.2f}", "conv": f"{m['conversion']:.2f}"})
+    direction = choose_direction(evaluate(val, replace(args.eval, greedy=False))[2:])
+    after = evaluate(test, args.eval)
+    return finish(run, "agon_grpo", args, before, after, direction, plots(run.path, len(test)), t_start)
 
 
 if __name__ == "__main__":

@@ -14,55 +14,56 @@ answers are all right or all wrong (they carry no advantage) instead of resampli
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import dataclass
+from typing import Literal
 
-import torch
 import tyro
-from tqdm import trange
 
-from .common import CommonArgs, batch_for_step, grpo_update, load_split, make_optimizer, seed_everything
+from .config import LearnerArgs, policy_template
 from .evaluate import evaluate_single
 from .grpo_loss import group_advantages
 from .policy import load_policy
-from .report import final_table, model_rows
-from .runlog import RunDir, load_checkpoint, load_config, plot_series, save_checkpoint
+from .rollouts import Rollouts
+from .runlog import plot_series
+from .training import batch_for_step, finish, resumed, train
+from .update import grpo_update, make_optimizer
 
 
 @dataclass
-class Args(CommonArgs):
+class Args(LearnerArgs):
     """Single-model GRPO."""
 
     rollouts_per_problem: int = 16
     """G: completions per problem per step (16 = Agon's 2N at N=8, for compute parity)"""
     dynamic_sampling: bool = False
     """drop groups whose rewards are all equal (all right or all wrong) before the update"""
-    policy: str = "a"
-    """which tiny model to train with --model tiny: 'a' or 'b'"""
+    policy: Literal["a", "b"] = "a"
+    """which model of a pair spec to train ('tiny' → 'tiny:a' or 'tiny:b')"""
 
 
-def grpo_step(step: int, args: Args, game, train, policy, opt, sched) -> dict:
+def grpo_step(step: int, args: Args, game, train_set, policy, opt, sched) -> dict:
     t0 = time.perf_counter()
-    problems = batch_for_step(train, step, args.problems_per_step, args.seed)
-    P, G = len(problems), args.rollouts_per_problem
-    gens = [g for gs in policy.generate(game.drafter_prompts(problems), G, args.sampling(), args.seed * 1_000_003 + step)
-            for g in gs]
-    rewards, verdicts = game.grade_solo([p for p in problems for _ in range(G)], [g.text for g in gens])
-    r = torch.tensor(rewards).view(P, G)
+    problems = batch_for_step(train_set, step, args.problems_per_step, args.seed)
+    G = args.rollouts_per_problem
+    gens = Rollouts.sample(policy, problems, game.drafter_prompts(problems), G, args.sampling,
+                           args.seed * 1_000_003 + step)
+    rewards, verdicts = game.grade_solo(gens.each_problem, gens.texts)
+    r = gens.grid(rewards)
     adv = group_advantages(r, args.scale_std).flatten()
     informative = r.std(-1) > 0
     stats = {"loss": 0.0, "clip_frac": 0.0, "kl": 0.0, "grad_norm": 0.0}
+    update = gens.gens
     if args.dynamic_sampling:
         keep = informative.repeat_interleave(G).nonzero().flatten().tolist()
-        gens, adv = [gens[i] for i in keep], adv[keep]
-    if gens:
-        stats = grpo_update(policy, opt, sched, gens, adv, args)
+        update, adv = [update[i] for i in keep], adv[keep]
+    if update:
+        stats = grpo_update(policy, opt, sched, update, adv, args)
     else:
         sched.step()  # nothing informative this step; keep the schedule on the step count
     return {
         "reward/mean": float(r.mean()), "reward/std": float(r.std()),
         "pass": sum(v.correct for v in verdicts) / len(verdicts),
-        "length": sum(len(g.completion_ids) for g in gens) / max(len(gens), 1),
+        "length": sum(len(g.completion_ids) for g in update) / max(len(update), 1),
         "zero_std": float((~informative).float().mean()), "lr": sched.get_last_lr()[0],
         **{k: stats[k] for k in ("loss", "clip_frac", "kl", "grad_norm")}, "step_time": time.perf_counter() - t0,
     }
@@ -70,52 +71,33 @@ def grpo_step(step: int, args: Args, game, train, policy, opt, sched) -> dict:
 
 def main(args: Args) -> dict:
     t_start = time.perf_counter()
-    if args.resume:
-        args = replace(Args(**load_config(args.resume)), resume=args.resume)
+    args = resumed(args)
     args.validate("rollouts-per-problem", args.rollouts_per_problem)
-    if args.policy not in ("a", "b"):
-        raise SystemExit(f"error: --policy must be 'a' or 'b', got {args.policy!r}")
-    seed_everything(args.seed, args.threads)
-    train = load_split(args, "train", args.train_tiers)
-    game = args.game(domain=train[0].domain)
-    test = load_split(args, "test", args.eval_tier, args.eval_problems)
-    model = f"tiny:{args.policy}" if args.model == "tiny" else args.model
-    policy = load_policy(model, device=args.device, backend=args.backend, seed=args.seed, reference=args.beta > 0,
-                         lora_rank=0 if model.startswith("tiny") else args.lora_rank)
+    args.seed_everything()
+    train_set = args.load("train", args.train_tiers)
+    test = args.load("test", args.eval.tier, args.eval.problems)
+    spec = args.model_spec()
+    policy = load_policy(spec.member(args.policy), device=args.device, backend=args.backend, seed=args.seed,
+                         reference=args.beta > 0, lora_rank=args.lora_rank)
     policy.name = "GRPO"
+    game = args.game(train_set[0].domain, policy_template([policy]), format_weight=args.format_weight)
     opt, sched = make_optimizer(policy, args)
 
-    name = args.run_name or f"grpo-s{args.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
-    run = RunDir(args.resume or Path(args.out_dir) / name, args, resume=bool(args.resume))
-    ecfg = args.eval_config()
-    if args.resume:
-        start, extra = load_checkpoint(run.path, {"policy": policy}, {"policy": opt}, {"policy": sched})
-        before = extra["before"]
-        run.truncate_after(start)
-        print(f"resumed {run.path} at step {start}")
-    else:
-        start, before = 0, [evaluate_single(policy, test, game, ecfg)]
-        run.log(0, model_rows(before, "eval/"))
+    def evaluate(problems, cfg):
+        return [evaluate_single(policy, problems, game, cfg, args.eval_seed())]
 
-    bar = trange(start, args.steps, desc="grpo", disable=not args.progress, dynamic_ncols=True)
-    for step in bar:
-        m = grpo_step(step, args, game, train, policy, opt, sched)
-        if args.eval_every and (step + 1) % args.eval_every == 0 and step + 1 < args.steps:
-            m.update(model_rows([evaluate_single(policy, test[:100], game, replace(ecfg, greedy=False))], "eval/"))
-        run.log(step, m)
-        bar.set_postfix(reward=f"{m['reward/mean']:.2f}", passed=f"{m['pass']:.2f}")
-        if args.checkpoint_every and (step + 1) % args.checkpoint_every == 0:
-            save_checkpoint(run.path, step + 1, {"policy": policy}, {"policy": opt}, {"policy": sched}, {"before": before})
+    run, before = train(
+        args, "grpo", args.run_name or f"grpo-s{args.seed}-{time.strftime('%Y%m%d-%H%M%S')}",
+        {"policy": policy}, {"policy": opt}, {"policy": sched},
+        lambda s: grpo_step(s, args, game, train_set, policy, opt, sched), evaluate, test,
+        lambda m: {"reward": f"{m['reward/mean']:.2f}", "passed": f"{m['pass']:.2f}"})
+    after = evaluate(test, args.eval)
 
-    after = [evaluate_single(policy, test, game, ecfg)]
-    run.log(args.steps, model_rows(after, "eval/"))
-    history = run.history()
-    plot = plot_series(run.path / "training.png", history, {
-        "reward": ["reward/mean"], f"held-out pass@1 (mid-run: first 100 of {len(test)})": ["eval/GRPO"], "length (tokens)": ["length"]}, "GRPO")
-    summary = final_table(run.path, "grpo", args, before, after, None, history, time.perf_counter() - t_start)
-    run.close()
-    print(f"\noutputs in {run.path}: metrics.jsonl, tb/ (TensorBoard), checkpoint/, summary.md, {plot.name if plot else ''}")
-    return summary
+    def plot(history):
+        return [plot_series(run.path / "training.png", history, {
+            "reward": ["reward/mean"], f"held-out pass@1 (mid-run: first 100 of {len(test)})": ["eval/GRPO"],
+            "length (tokens)": ["length"]}, "GRPO")]
+    return finish(run, "grpo", args, before, after, None, plot, t_start)
 
 
 if __name__ == "__main__":

@@ -20,20 +20,20 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from typing import Sequence
+from typing import Literal, Sequence
 
 import tyro
 
 from agon_env.game import AgonGame
 from agon_env.prompts import INSTRUCTIONS
-from agon_env.rules import SUMMARY_MODES
-from benchmarks.report import markdown_table
 from problems.record import Problem
 
-from .cascade import load_models
-from .common import load_split, seed_everything
-from .evaluate import EvalConfig, InferenceArgs, summary_row
+from .config import EvalConfig, InferenceArgs, SummaryMode
+from .evaluate import summary_row
 from .policy import Policy
+from .report import markdown_table
+from .rollouts import Rollouts
+from .runs import load_models
 
 # Aggregate-and-synthesize prompts per base template. `{proposals}` is filled by `PROPOSAL`.
 AGGREGATE = {
@@ -60,7 +60,7 @@ class MoAConfig:
     """model that reads the proposals and answers: 'a' or 'b'"""
     layers: int = 1
     """proposal layers; each layer after the first reads the previous layer's proposals"""
-    show: str = "with_answer"
+    show: SummaryMode = "with_answer"
     """what of each proposal the aggregator reads: 'with_answer' (thinking dropped), 'paper' (answer withheld too) or 'full'"""
 
     def validate(self) -> None:
@@ -73,8 +73,6 @@ class MoAConfig:
             raise SystemExit(f"error: --aggregator must be 'a' or 'b', got {self.aggregator!r}")
         if self.layers < 1:
             raise SystemExit(f"error: --layers must be at least 1, got {self.layers}")
-        if self.show not in SUMMARY_MODES:
-            raise SystemExit(f"error: --show must be one of {SUMMARY_MODES}, got {self.show!r}")
 
     @property
     def name(self) -> str:
@@ -87,7 +85,7 @@ class Args(InferenceArgs, MoAConfig):
 
     model: str = "tiny"
     """'tiny', 'A_PATH,B_PATH', one base model (two LoRA adapters), or an agon_grpo run directory"""
-    split: str = "test"
+    split: Literal["validation", "test"] = "test"
     """split evaluated: 'validation' or 'test'"""
 
 
@@ -107,7 +105,7 @@ def moa_prompts(game: AgonGame, problems: Sequence[Problem], proposals: Sequence
 
 
 def evaluate_moa(models: dict[str, Policy], problems: Sequence[Problem], game: AgonGame, moa: MoAConfig,
-                 cfg: EvalConfig) -> dict:
+                 cfg: EvalConfig, seed: int) -> dict:
     """pass@1 of the aggregator's answer over `cfg.samples` independent MoA runs per problem.
 
     Also reports the last layer's mean proposal accuracy and the rate at which at least one
@@ -116,21 +114,21 @@ def evaluate_moa(models: dict[str, Policy], problems: Sequence[Problem], game: A
     moa.validate()
     names = [n.strip().upper() for n in moa.proposers.split(",")]
     counts = [moa.k // len(names) + (i < moa.k % len(names)) for i in range(len(names))]
-    reps = [p for p in problems for _ in range(cfg.samples)]
+    reps = [p for p in problems for _ in range(cfg.samples)]  # one MoA run per sample
     prompts = game.drafter_prompts(reps)
     for layer in range(moa.layers):
         proposals: list[list[str]] = [[] for _ in reps]
         for j, (name, n) in enumerate(zip(names, counts)):
-            gens = models[name].generate(prompts, n, cfg.params(), seed=cfg.seed + 1000 * layer + j)
-            for props, gs in zip(proposals, gens):
-                props.extend(g.text for g in gs)
+            gens = Rollouts.sample(models[name], reps, prompts, n, cfg.params(), seed + 1000 * layer + j)
+            for i, props in enumerate(proposals):
+                props.extend(gens.texts[i * n:(i + 1) * n])
         prompts = moa_prompts(game, reps, proposals, moa.show)
-    finals = [gs[0] for gs in models[moa.aggregator.upper()].generate(prompts, 1, cfg.params(), seed=cfg.seed + 999)]
-    _, verdicts = game.grade_solo(reps, [g.text for g in finals])
+    finals = Rollouts.sample(models[moa.aggregator.upper()], reps, prompts, 1, cfg.params(), seed + 999)
+    _, verdicts = game.grade_solo(reps, finals.texts)
     _, proposal_verdicts = game.grade_solo([p for p in reps for _ in range(moa.k)], [t for ps in proposals for t in ps])
     right = [v.correct for v in proposal_verdicts]
     any_right = [any(right[i * moa.k:(i + 1) * moa.k]) for i in range(len(reps))]
-    return summary_row(moa.name, [v.correct for v in verdicts], [len(g.completion_ids) for g in finals], None,
+    return summary_row(moa.name, [v.correct for v in verdicts], [len(g.completion_ids) for g in finals.gens], None,
                     proposal_pass=sum(right) / max(len(right), 1), any_proposal_right=sum(any_right) / max(len(reps), 1),
                     calls_per_answer=moa.k * moa.layers + 1)
 
@@ -138,22 +136,21 @@ def evaluate_moa(models: dict[str, Policy], problems: Sequence[Problem], game: A
 def main(args: Args) -> dict:
     t0 = time.perf_counter()
     args.validate()
-    if args.split not in ("validation", "test"):
-        raise SystemExit(f"error: --split must be 'validation' or 'test', got {args.split!r}")
-    seed_everything(args.seed, args.threads)
-    models, game, common = load_models(args.model, args.template, args.device, args.backend, args.seed)
+    args.check()
+    args.seed_everything()
+    models, game, run = load_models(args)
     if set(models) != {"A", "B"}:
         raise SystemExit(f"error: --model {args.model!r} is a single-model run; MoA here needs a pair")
-    problems = load_split(replace(common, problems=args.problems), args.split, args.eval_tier, args.eval_problems)
-    cfg = args.eval_config(greedy=False)
-    row = evaluate_moa(models, problems, game, args, cfg)
+    cfg = replace(args.with_run_eval(run), greedy=False)
+    problems = replace(run, problems=args.problems).load(args.split, cfg.tier, cfg.problems)
+    row = evaluate_moa(models, problems, game, args, cfg, args.seed)
 
     table = markdown_table([{"method": row["method"], "pass@1": f"{100 * row['pass@1']:.1f}",
                              "95% CI": f"[{100 * row['ci_low']:.1f}, {100 * row['ci_high']:.1f}]",
                              "proposal pass@1": f"{100 * row['proposal_pass']:.1f}",
                              "any proposal right": f"{100 * row['any_proposal_right']:.1f}",
                              "length (tokens)": f"{row['mean_length']:.1f}", "calls per answer": row["calls_per_answer"]}])
-    note = f"{args.split} split, {args.eval_tier} tier, {len(problems)} problems × {args.eval_samples} runs; " \
+    note = f"{args.split} split, {cfg.tier} tier, {len(problems)} problems × {cfg.samples} runs; " \
            f"{time.perf_counter() - t0:.0f} s wall."
     args.write_outputs("moa", "Mixture-of-Agents", {"row": row}, table, note)
     return row

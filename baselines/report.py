@@ -1,4 +1,5 @@
-"""The end-of-run table: held-out pass@1 before and after, the chosen cascade, win-rate trends."""
+"""Tables: markdown formatting, and a learner's end-of-run table (pass@1 before and after,
+the chosen cascade, win-rate trends)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,13 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from benchmarks.report import markdown_table
+
+def markdown_table(rows: list[dict]) -> str:
+    cols = list(rows[0])
+    fmt = lambda v: f"{v:,.4g}" if isinstance(v, float) else str(v)  # noqa: E731
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(fmt(r.get(c, "")) for c in cols) + " |" for r in rows]
+    return "\n".join(lines)
 
 
 def model_rows(rows: list[dict], prefix: str) -> dict[str, float]:
@@ -47,8 +54,8 @@ def final_table(run_path: Path, learner: str, args, before: list[dict], after: l
         rows.append(row)
     trends = {k: trend(history, k) for k in ("win/A", "win/B", "conversion", "keep")}
     n = after[0]["n"]
-    lines = [f"{learner}: held-out {args.eval_tier} tier, {n} samples per row "
-             f"({args.eval_problems} problems × {args.eval_samples}), 95% Clopper-Pearson intervals; {wall_s:.0f} s wall."]
+    lines = [f"{learner}: held-out {args.eval.tier} tier, {n} samples per row "
+             f"({args.eval.problems} problems × {args.eval.samples}), 95% Clopper-Pearson intervals; {wall_s:.0f} s wall."]
     for k, t in trends.items():
         if t:
             lines.append(f"{k}: {t[0]:.3f} in the first quarter of steps → {t[1]:.3f} in the last")

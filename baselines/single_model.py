@@ -19,19 +19,19 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from typing import Sequence
+from typing import Literal, Sequence
 
 import tyro
 
 from agon_env.game import AgonGame
 from agon_env.prompts import INSTRUCTIONS, PromptTemplate
-from benchmarks.report import markdown_table
 from problems.record import Problem
 
-from .cascade import is_run_dir, load_run, run_args
-from .common import CommonArgs, load_split, seed_everything
-from .evaluate import EvalConfig, InferenceArgs, evaluate_cascade
+from .config import EvalConfig, InferenceArgs, LearnerArgs, policy_template
+from .evaluate import evaluate_cascade
 from .policy import Policy, load_policy
+from .report import markdown_table
+from .runs import is_run_dir, load_run, run_args
 
 METHODS = ("refine", "self_cascade")
 
@@ -54,7 +54,7 @@ class Args(InferenceArgs):
     """a grpo run directory, 'tiny:a' / 'tiny:b', or a model path or hub name"""
     methods: str = "refine,self_cascade"
     """comma-separated: 'refine' (revise its own answer) and/or 'self_cascade' (read its own summary)"""
-    split: str = "test"
+    split: Literal["validation", "test"] = "test"
     """split evaluated: 'validation' or 'test'"""
 
 
@@ -68,14 +68,17 @@ def refine_game(game: AgonGame) -> AgonGame:
                    template=PromptTemplate(f"{t.name}-refine", t.drafter, REFINE[t.name], t.system))
 
 
-def evaluate_self_refine(policy: Policy, problems: Sequence[Problem], game: AgonGame, cfg: EvalConfig) -> dict:
+def evaluate_self_refine(policy: Policy, problems: Sequence[Problem], game: AgonGame, cfg: EvalConfig,
+                         seed: int) -> dict:
     """pass@1 after the model revises its own answered draft."""
-    return {**evaluate_cascade(policy, policy, problems, refine_game(game), cfg), "method": f"{policy.name} self-refine"}
+    return {**evaluate_cascade(policy, policy, problems, refine_game(game), cfg, seed),
+            "method": f"{policy.name} self-refine"}
 
 
-def evaluate_self_cascade(policy: Policy, problems: Sequence[Problem], game: AgonGame, cfg: EvalConfig) -> dict:
+def evaluate_self_cascade(policy: Policy, problems: Sequence[Problem], game: AgonGame, cfg: EvalConfig,
+                          seed: int) -> dict:
     """pass@1 after the model reads its own draft's summary (answer withheld) and answers."""
-    return {**evaluate_cascade(policy, policy, problems, game, cfg), "method": f"{policy.name} self-cascade"}
+    return {**evaluate_cascade(policy, policy, problems, game, cfg, seed), "method": f"{policy.name} self-cascade"}
 
 
 EVALUATORS = {"refine": evaluate_self_refine, "self_cascade": evaluate_self_cascade}
@@ -86,31 +89,30 @@ def main(args: Args) -> list[dict]:
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     if not methods or any(m not in METHODS for m in methods):
         raise SystemExit(f"error: --methods must be a comma-separated subset of {METHODS}, got {args.methods!r}")
-    if args.split not in ("validation", "test"):
-        raise SystemExit(f"error: --split must be 'validation' or 'test', got {args.split!r}")
-    seed_everything(args.seed, args.threads)
+    args.check()
+    args.seed_everything()
     if is_run_dir(args.model):
         policies = load_run(args.model, args.device, args.backend)
         if len(policies) != 1:
             raise SystemExit(f"error: --model {args.model!r} is a pair run; pass a grpo run or one model")
-        policy, common = next(iter(policies.values())), run_args(args.model)
+        policy, run = next(iter(policies.values())), run_args(args.model)
     else:
-        common = CommonArgs(model=args.model, template=args.template)
-        common.validate("group-size", 2)
-        policy = load_policy(args.model, device=args.device, backend=args.backend, seed=args.seed, reference=False)
+        run = LearnerArgs(model=args.model, template=args.template)
+        policy = load_policy(args.model_spec(), device=args.device, backend=args.backend, seed=args.seed,
+                             reference=False)
         policy.name = args.model
     if args.template != "auto":
-        common = replace(common, template=args.template)
-    game = common.game()
-    problems = load_split(replace(common, problems=args.problems), args.split, args.eval_tier, args.eval_problems)
-    cfg = args.eval_config(greedy=False)
-    rows = [EVALUATORS[m](policy, problems, game, cfg) for m in methods]
+        run = replace(run, template=args.template)
+    game = run.game(model_template=policy_template([policy]), format_weight=run.format_weight)
+    cfg = replace(args.with_run_eval(run), greedy=False)
+    problems = replace(run, problems=args.problems).load(args.split, cfg.tier, cfg.problems)
+    rows = [EVALUATORS[m](policy, problems, game, cfg, args.seed) for m in methods]
 
     table = markdown_table([{"method": r["method"], "pass@1": f"{100 * r['pass@1']:.1f}",
                              "95% CI": f"[{100 * r['ci_low']:.1f}, {100 * r['ci_high']:.1f}]",
                              "first pass": f"{100 * r['drafter_pass']:.1f}", "length (tokens)": f"{r['mean_length']:.1f}",
                              "conversion / keep": f"{r['conversion']:.2f} / {r['keep']:.2f}"} for r in rows])
-    note = f"{args.split} split, {args.eval_tier} tier, {len(problems)} problems × {args.eval_samples} samples; " \
+    note = f"{args.split} split, {cfg.tier} tier, {len(problems)} problems × {cfg.samples} samples; " \
            f"{time.perf_counter() - t0:.0f} s wall."
     args.write_outputs("single_model", "Single-model two-pass", {"rows": rows}, table, note)
     return rows

@@ -19,7 +19,6 @@ from agon_env import discrete
 from benchmarks.report import write_report
 
 
-
 def steps_per_second(make, seconds: float, seed: int = 0) -> tuple[float, float]:
     """(agent steps/s, episodes/s) of random play on a fresh env for about `seconds`."""
     e, rng = make(), np.random.default_rng(seed)

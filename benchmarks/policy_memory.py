@@ -61,8 +61,9 @@ def _model(shape: str):
 
 
 def memory_rows(rank: int) -> list[dict]:
-    from baselines.lora import TARGETS
     from peft import LoraConfig, get_peft_model
+
+    from baselines.policy.lora import TARGETS
 
     rows = []
     for shape in SHAPES:
@@ -104,7 +105,7 @@ def step_rows(threads: int, reps: int) -> list[dict]:
     import problems
     from agon_env.prompts import TEMPLATES
     from baselines.policy import HFPolicy
-    from baselines.tiny import TinyConfig, load_tiny, new_model
+    from baselines.policy.tiny import TinyConfig, load_tiny, new_model
 
     torch.set_num_threads(threads)
     hard = problems.load("arith", split="validation", tier="hard")[:2]

@@ -30,9 +30,10 @@ as `--learner.*`; these are the flags of `configs/paper_qwen3_0.6b.sh`:
 
     python -m benchmarks.replicate --group-size 8 --jobs 1 --learner.model Qwen/Qwen3-0.6B \\
       --learner.problems deepmath:/path/to/DeepMath-103K/data --learner.train-tiers all \\
-      --learner.eval-tier all --learner.template default --learner.lora-rank 16 --learner.lr 5e-5 \\
-      --learner.temperature 0.6 --learner.top-p 0.95 --learner.eval-temperature 0.6 \\
-      --learner.eval-samples 4 --learner.eval-problems 300 --learner.max-new-tokens 8192 \\
+      --learner.template default --learner.lora-rank 16 --learner.lr 5e-5 \\
+      --learner.sampling.temperature 0.6 --learner.sampling.top-p 0.95 --learner.sampling.max-new-tokens 8192 \\
+      --learner.eval.temperature 0.6 --learner.eval.top-p 0.95 --learner.eval.max-new-tokens 8192 \\
+      --learner.eval.samples 4 --learner.eval.problems 300 --learner.eval.tier all \\
       --learner.problems-per-step 8 --learner.steps 375 --learner.checkpoint-every 25 \\
       --learner.eval-every 50 --learner.device cuda --learner.threads 8
 
@@ -47,42 +48,27 @@ import json
 import multiprocessing as mp
 import sys
 import time
-from collections import defaultdict
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 import tyro
 from tqdm import tqdm
 
 from baselines import agon_grpo, grpo
-from baselines.common import CommonArgs, load_split, seed_everything
-from baselines.evaluate import clopper_pearson
+from baselines.config import EvalConfig, LearnerArgs, from_dict, policy_template
+from baselines.policy import SamplingParams
 
-from .report import RESULTS, write_report
+from .replicate_table import TRAINED, report
+from .report import RESULTS
 
-# Trained methods: (learner, learner options beyond the shared budget).
-TRAINED = {
-    "GRPO": ("grpo", {}),
-    "shared opponent": ("agon", {"shared_opponent": True}),
-    "cooperative": ("agon", {"reward": "cooperative"}),
-    "Agon": ("agon", {}),
-    "margin reward (ablation)": ("agon", {"reward": "margin"}),
-    "fixed roles (ablation)": ("agon", {"fixed_roles": True}),
-}
-# Table rows in the paper's order, ablations last.
-ORDER = ["zero-shot", "GRPO", "self-refinement", "GRPO two-pass self-cascade", "MoA untrained", "cascade untrained",
-         "shared opponent", "cooperative", "Agon", "Agon: drafter alone", "margin reward (ablation)",
-         "fixed roles (ablation)"]
-# Rows read off another method's run, and what their total-wall column says instead.
-DERIVED = {"zero-shot": "in GRPO", "cascade untrained": "in Agon", "Agon: drafter alone": "in Agon"}
 JOB_OVERHEAD_S = 6.0  # model loading, TensorBoard and plots per job: an assumption, not a measurement
 
 
-def cpu_budget() -> CommonArgs:
+def cpu_budget() -> LearnerArgs:
     """The learners' shared options, sized so the full table takes about 2 h on 2 CPU cores."""
-    return CommonArgs(steps=100, problems_per_step=2, eval_problems=300, eval_samples=2, eval_every=25,
-                      max_new_tokens=80, threads=1, progress=False)
+    return LearnerArgs(steps=100, problems_per_step=2, eval_every=25, threads=1, progress=False,
+                       sampling=SamplingParams(max_new_tokens=80), eval=EvalConfig(samples=2, max_new_tokens=80))
 
 
 @dataclass
@@ -108,7 +94,7 @@ class Args:
     from_results: str | None = None
     """a finished run's <name>.json: rebuild its table and plot from it and its run directories, training nothing
     (its own configuration is used; of the other options only --results-dir counts)"""
-    learner: CommonArgs = field(default_factory=cpu_budget)
+    learner: LearnerArgs = field(default_factory=cpu_budget)
     """what every learner and evaluation shares: model, data, sampling, optimiser, steps, evaluation size"""
 
     def budget(self) -> "Args":
@@ -116,8 +102,9 @@ class Args:
             return self
         name = "replicate_quick" if self.name == "replicate" else self.name
         runs = "runs/replicate_quick" if self.runs_dir == "runs/replicate" else self.runs_dir
-        small = replace(self.learner, steps=2, problems_per_step=2, eval_problems=4, eval_samples=1, eval_every=0,
-                        max_new_tokens=24)
+        small = replace(self.learner, steps=2, problems_per_step=2, eval_every=0,
+                        sampling=replace(self.learner.sampling, max_new_tokens=24),
+                        eval=replace(self.learner.eval, problems=4, samples=1, max_new_tokens=24))
         return replace(self, seeds=1, group_size=2, moa_k=2, jobs=1, name=name, runs_dir=runs, learner=small)
 
     def validate(self) -> None:
@@ -135,10 +122,11 @@ def learner_args(cfg: Args, method: str, seed: int):
     # The final checkpoint must hold the trained weights (the self-refinement job reads them back).
     L = cfg.learner
     every = L.checkpoint_every if L.checkpoint_every and L.steps % L.checkpoint_every == 0 else L.steps
-    shared = {**asdict(L), "seed": seed, "out_dir": cfg.runs_dir, "run_name": f"{learner}-{slug(method)}-s{seed}",
-              "checkpoint_every": every, "progress": False}
+    L = replace(L, seed=seed, out_dir=cfg.runs_dir, run_name=f"{learner}-{slug(method)}-s{seed}",
+                checkpoint_every=every, progress=False)
+    shared = {f.name: getattr(L, f.name) for f in fields(LearnerArgs)}
     if learner == "grpo":  # GRPO trains model A of the pair
-        shared["model"] = cfg.learner.model.split(",")[0]
+        shared["model"] = str(L.model_spec().parts[0])
         return grpo.Args(**shared, rollouts_per_problem=2 * cfg.group_size)
     return agon_grpo.Args(**shared, group_size=cfg.group_size, **options)
 
@@ -175,18 +163,20 @@ def run_rows(cfg: Args, method: str, run_dir: Path) -> dict:
 
 def self_job(cfg: Args, seed: int, grpo_run: str, **_) -> dict:
     """Self-refinement and the two-pass self-cascade of seed `seed`'s trained GRPO model."""
-    from baselines.cascade import load_run, run_args
+    from baselines.runs import load_run, run_args
     from baselines.single_model import evaluate_self_cascade, evaluate_self_refine
 
     common = run_args(grpo_run)
-    seed_everything(seed, common.threads)
+    common = replace(common, seed=seed)
+    common.seed_everything()
     policy = load_run(grpo_run, common.device, common.backend)["GRPO"]
-    test = load_split(common, "test", common.eval_tier, common.eval_problems)
-    ecfg, game = replace(common.eval_config(), greedy=False), common.game()
+    test = common.load("test", common.eval.tier, common.eval.problems)
+    ecfg = replace(common.eval, greedy=False)
+    game = common.game(model_template=policy_template([policy]), format_weight=common.format_weight)
     rows, walls = {}, {}
     for name, evaluate in (("self-refinement", evaluate_self_refine), ("GRPO two-pass self-cascade", evaluate_self_cascade)):
         t0 = time.perf_counter()
-        rows[name] = evaluate(policy, test, game, ecfg)
+        rows[name] = evaluate(policy, test, game, ecfg, common.eval_seed())
         walls[name] = time.perf_counter() - t0
     return {"rows": rows, "row_wall_s": walls}
 
@@ -197,12 +187,13 @@ def moa_job(cfg: Args, seed: int, **_) -> dict:
     from baselines.policy import load_pair
 
     common = replace(cfg.learner, seed=seed)
-    seed_everything(seed, common.threads)
-    a, b = load_pair(common.model, lora_rank=common.lora_rank, device=common.device, backend=common.backend, seed=seed,
+    common.seed_everything()
+    a, b = load_pair(common.model_spec(), lora_rank=common.lora_rank, device=common.device, backend=common.backend, seed=seed,
                      reference=False)
-    test = load_split(common, "test", common.eval_tier, common.eval_problems)
-    row = evaluate_moa({"A": a, "B": b}, test, common.game(), MoAConfig(k=cfg.moa_k),
-                       replace(common.eval_config(), greedy=False))
+    test = common.load("test", common.eval.tier, common.eval.problems)
+    game = common.game(model_template=policy_template([a, b]), format_weight=common.format_weight)
+    row = evaluate_moa({"A": a, "B": b}, test, game, MoAConfig(k=cfg.moa_k), replace(common.eval, greedy=False),
+                       common.eval_seed())
     return {"rows": {"MoA untrained": row}}
 
 
@@ -228,7 +219,7 @@ def run_job(job: dict) -> dict:
 def job_completions(cfg: Args, job: dict) -> tuple[int, int]:
     """(training rollouts, evaluation completions) a job will sample, counted from the protocol."""
     L = cfg.learner
-    P, S, K = L.eval_problems, L.eval_samples, min(100, L.eval_problems)
+    P, S, K = L.eval.problems, L.eval.samples, min(100, L.eval.problems)
     periodic = (L.steps - 1) // L.eval_every if L.eval_every else 0
     if job["kind"] == "moa":
         return 0, P * S * (cfg.moa_k + 1)
@@ -244,110 +235,26 @@ def job_completions(cfg: Args, job: dict) -> tuple[int, int]:
 def calibrate(cfg: Args) -> tuple[float, float]:
     """Seconds per training rollout (sample, grade, update) and per evaluation completion,
     measured on one real GRPO step and one small evaluation in this process."""
-    from baselines.common import make_optimizer
     from baselines.evaluate import evaluate_single
     from baselines.policy import load_pair
+    from baselines.update import make_optimizer
 
     args = learner_args(cfg, "GRPO", 0)
-    seed_everything(0, args.threads)
-    game = args.game()
-    policy = load_pair(cfg.learner.model, lora_rank=args.lora_rank, device=args.device, backend=args.backend,
+    args = replace(args, seed=0)
+    args.seed_everything()
+    policy = load_pair(args.model_spec(), lora_rank=args.lora_rank, device=args.device, backend=args.backend,
                        reference=False, seed=0)[0]
+    game = args.game(model_template=policy_template([policy]), format_weight=args.format_weight)
     opt, sched = make_optimizer(policy, args)
-    train = load_split(args, "train", args.train_tiers)
-    test = load_split(args, "test", args.eval_tier, 64)
+    train = args.load("train", args.train_tiers)
+    test = args.load("test", args.eval.tier, 64)
     grpo.grpo_step(0, args, game, train, policy, opt, sched)  # warm-up: first calls pay one-off costs
     t0 = time.perf_counter()
     grpo.grpo_step(1, args, game, train, policy, opt, sched)
     per_rollout = (time.perf_counter() - t0) / (args.problems_per_step * 2 * cfg.group_size)
     t0 = time.perf_counter()
-    evaluate_single(policy, test, game, replace(args.eval_config(), greedy=False))
-    return per_rollout, (time.perf_counter() - t0) / (len(test) * args.eval_samples)
-
-
-# ---------------------------------------------------------------- the table
-def pct(x: float) -> str:
-    return f"{100 * x:.1f}"
-
-
-def table(results: list[dict], cfg: Args) -> list[dict]:
-    """One row per method: pooled pass@1 with its interval, per-seed values, length, compute."""
-    by_method: dict[str, list[tuple[dict, dict]]] = defaultdict(list)
-    for res in results:
-        for method, row in res["rows"].items():
-            by_method[method].append((res, row))
-    grpo_by_seed = {res["seed"]: res for res in results if "GRPO" in res["rows"]}
-    rows = []
-    for method in [m for m in ORDER if m in by_method]:
-        runs = sorted(by_method[method], key=lambda x: x[0]["seed"])
-        k = sum(round(r["pass@1"] * r["n"]) for _, r in runs)
-        n = sum(r["n"] for _, r in runs)
-        lo, hi = clopper_pearson(k, n)
-        trained = "train_rollouts" in runs[0][0] and method not in ("zero-shot", "cascade untrained")
-        inherits = method in ("self-refinement", "GRPO two-pass self-cascade")
-        train_rollouts = sum(res["train_rollouts"] for res, _ in runs) if trained else \
-            sum(grpo_by_seed[res["seed"]]["train_rollouts"] for res, _ in runs) if inherits else 0
-        train_wall = sum(res["train_wall_s"] for res, _ in runs) if trained else \
-            sum(grpo_by_seed[res["seed"]]["train_wall_s"] for res, _ in runs) if inherits else 0.0
-        eval_wall = sum(res.get("row_wall_s", {}).get(method, res["wall_s"]) for res, _ in runs)
-        calls = runs[0][1].get("calls_per_answer", 2 if "→" in runs[0][1]["method"] or inherits else 1)
-        rows.append({
-            "method": method,
-            "pass@1 % [95% CI]": f"{pct(k / max(n, 1))} [{pct(lo)}, {pct(hi)}]",
-            "per seed": " / ".join(pct(r["pass@1"]) for _, r in runs),
-            "length (tokens)": f"{sum(r['mean_length'] * r['n'] for _, r in runs) / max(n, 1):.1f}",
-            "calls/answer": calls,
-            "rollouts/problem/step": 2 * cfg.group_size if trained or inherits else 0,
-            "train rollouts": train_rollouts,
-            "train wall (s)": f"{train_wall:.0f}",
-            "total wall (s)": DERIVED[method] if method in DERIVED else f"{eval_wall + (train_wall if inherits else 0):.0f}",
-            "conversion / keep": " / ".join(f"{sum(r[x] for _, r in runs) / len(runs):.2f}" for x in ("conversion", "keep"))
-            if "conversion" in runs[0][1] else "",
-            "direction (validation)": ", ".join(res["direction"] for res, _ in runs) if runs[0][0].get("direction") else "",
-            "_k": k, "_n": n, "_ci": (lo, hi),
-        })
-    return rows
-
-
-def comparisons(rows: list[dict]) -> list[str]:
-    """The issue's two questions, and what training added to the cascade, from the pooled numbers."""
-    by = {r["method"]: r for r in rows}
-    out = []
-    for a, b in (("Agon", "GRPO"), ("MoA untrained", "zero-shot"), ("Agon", "zero-shot"), ("GRPO", "zero-shot"),
-                 ("Agon", "cascade untrained")):
-        if a in by and b in by:
-            pa, pb = by[a]["_k"] / by[a]["_n"], by[b]["_k"] / by[b]["_n"]
-            overlap = by[a]["_ci"][0] <= by[b]["_ci"][1] and by[b]["_ci"][0] <= by[a]["_ci"][1]
-            out.append(f"{a} − {b}: {100 * (pa - pb):+.1f} points; the 95% intervals "
-                       f"{'overlap' if overlap else 'do not overlap'}.")
-    return out
-
-
-def plot(results: list[dict], rows: list[dict], path: Path) -> Path:
-    """pass@1 over training per trained method (mean over seeds), with the untrained baselines as lines."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
-    for method in TRAINED:
-        curves = [dict(r["curve"]) for r in results if method in r["rows"] and "curve" in r]
-        steps = sorted(set.intersection(*(set(c) for c in curves))) if curves else []
-        if steps:
-            ax.plot(steps, [100 * sum(c[s] for c in curves) / len(curves) for s in steps], marker="o", ms=3, label=method)
-    for row in rows:
-        style = {"zero-shot": "grey", "MoA untrained": "black", "cascade untrained": "tab:brown"}
-        if row["method"] in style:
-            ax.axhline(100 * row["_k"] / row["_n"], ls="--", lw=1, color=style[row["method"]], label=row["method"])
-    ax.set(xlabel="optimizer step", ylabel="held-out pass@1 (%)",
-           title="pass@1 over training (mean over seeds; pairs: validation-chosen cascade)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    evaluate_single(policy, test, game, replace(args.eval, greedy=False), args.eval_seed())
+    return per_rollout, (time.perf_counter() - t0) / (len(test) * args.eval.samples)
 
 
 # ---------------------------------------------------------------- the run
@@ -369,7 +276,7 @@ def rebuild(path: Path, results_dir: str) -> tuple[Args, list[dict], float, floa
         raise SystemExit(f"error: --from-results {path}: no such file")
     data = json.loads(path.read_text())
     raw = data["config"]
-    cfg = Args(**{**raw, "from_results": None, "results_dir": results_dir, "learner": CommonArgs(**raw["learner"])})
+    cfg = Args(**{**raw, "from_results": None, "results_dir": results_dir, "learner": from_dict(LearnerArgs, raw["learner"])})
     methods = {slug(m): m for m in TRAINED}
     for res in data["results"]:
         if res["kind"] == "train":
@@ -424,37 +331,6 @@ def run_all(cfg: Args) -> tuple[list[dict], float, float]:
                         pending.add(pool.submit(run_job, follow))
     bar.close()
     return results, estimate, time.perf_counter() - t_start
-
-
-def report(cfg: Args, results: list[dict], estimate: float, wall: float, command: str, rebuilt: bool = False) -> dict:
-    """The table, its notes and the plot, written under cfg.results_dir."""
-    rows = table(results, cfg)
-    results_dir = Path(cfg.results_dir)
-    results_dir.mkdir(parents=True, exist_ok=True)
-    png = plot(results, rows, results_dir / f"{cfg.name}_pass_at_1.png")
-    L = cfg.learner
-    notes = [
-        f"Setting: model {L.model!r}, held-out {L.eval_tier} tier, {L.eval_problems} test problems × {L.eval_samples} "
-        f"samples × {cfg.seeds} seed(s) pooled per row (95% Clopper-Pearson; samples of one problem are correlated, "
-        f"so the intervals are somewhat optimistic). {L.steps} steps × {L.problems_per_step} problems, "
-        f"N = {cfg.group_size}: every trained method samples 2N = {2 * cfg.group_size} rollouts per problem per step.",
-        "Pairs are reported as the cascade in the direction chosen per seed on the validation split; the test "
-        "split plays no part in that choice.",
-        "Self-refinement and the self-cascade run on the trained GRPO model (its training compute is listed); "
-        "zero-shot is GRPO's model before training. Total wall includes each learner's own evaluations.",
-        *comparisons(rows),
-        f"Wall time: estimated {estimate / 60:.1f} min, actual {wall / 60:.1f} min ({cfg.jobs} process(es), "
-        f"{L.threads} thread(s) each)" + (", as measured by the run this table was rebuilt from (nothing was "
-                                          "retrained)." if rebuilt else "."),
-    ]
-    public = [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows]
-    jpath, mpath = write_report(cfg.name, "Agon and the paper's baselines at our scale (Table 3 shape)", public, notes,
-                                {"config": asdict(cfg), "estimated_s": estimate, "wall_s": wall, "results": results},
-                                out_dir=results_dir, command=command)
-    with mpath.open("a") as f:
-        f.write(f"\n![pass@1 over training]({png.name})\n")
-    print(f"outputs: {jpath}, {mpath}, {png}; run directories and logs in {cfg.runs_dir}/")
-    return {"rows": rows, "estimated_s": estimate, "wall_s": wall, "json": str(jpath), "md": str(mpath), "plot": str(png)}
 
 
 if __name__ == "__main__":

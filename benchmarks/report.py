@@ -8,15 +8,9 @@ import platform
 import time
 from pathlib import Path
 
+from baselines.report import markdown_table
+
 RESULTS = Path(__file__).resolve().parent / "results"
-
-
-def markdown_table(rows: list[dict]) -> str:
-    cols = list(rows[0])
-    fmt = lambda v: f"{v:,.4g}" if isinstance(v, float) else str(v)  # noqa: E731
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(fmt(r.get(c, "")) for c in cols) + " |" for r in rows]
-    return "\n".join(lines)
 
 
 def write_report(name: str, title: str, rows: list[dict], notes: list[str] = (), extra: dict | None = None,

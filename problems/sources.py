@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from .arith import TIERS
 from .deepmath import is_deepmath_path, load_deepmath
@@ -59,18 +59,20 @@ SOURCES: dict[str, tuple[Callable[..., list[Problem]], str]] = {
 
 
 def load(name: str, split: str | None = None, difficulty: float | None = None,
-         tier: str | None = None, skip_bad: bool = False, **options: Any) -> list[Problem]:
+         tier: str | Sequence[str] | None = None, skip_bad: bool = False, **options: Any) -> list[Problem]:
     """Problems from a source name (see `SOURCES`), a path to a Problem JSONL file, or a
     DeepMath parquet/JSONL file or directory (same as `load("deepmath", path=...)`).
 
-    `split`, `difficulty` and `tier` (metadata["tier"], e.g. "hard") filter the result;
+    `split`, `difficulty` and `tier` (metadata["tier"]: "hard", "medium,hard" or a list;
+    None or "all" for every tier) filter the result;
     `options` go to the source, e.g. `load("deepmath", path="deepmath/", split="test")`.
     Bad rows in a file raise one `problems.DataError` listing each (``FILE line N: what was
     wrong``); `skip_bad=True` loads the good rows and warns (`SkippedRows`) how many it left out.
     """
     if split is not None and split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS} or None, got {split!r}")
-    if tier is not None and name == "arith" and tier not in TIERS:
+    tiers = parse_tiers(tier)
+    if tiers is not None and name == "arith" and not tiers <= set(TIERS):
         raise ValueError(f"arith tier must be one of {tuple(TIERS)}, got {tier!r}")
     if name in SOURCES:
         problems = SOURCES[name][0](skip_bad=skip_bad, **options)
@@ -83,7 +85,17 @@ def load(name: str, split: str | None = None, difficulty: float | None = None,
     else:
         raise ValueError(f"unknown problem source {name!r}: expected one of {sorted(SOURCES)}, an existing .jsonl path, "
                          "or a DeepMath file or directory")
+    if tiers is not None and problems and not any("tier" in p.metadata for p in problems):
+        raise ValueError(f"{name!r} has no difficulty tiers; load it with tier=None (on the learners' CLI: 'all')")
     return [p for p in problems
             if (split is None or p.split == split)
             and (difficulty is None or p.difficulty == difficulty)
-            and (tier is None or p.metadata.get("tier") == tier)]
+            and (tiers is None or p.metadata.get("tier") in tiers)]
+
+
+def parse_tiers(tier: str | Sequence[str] | None) -> set[str] | None:
+    """None for every tier (None or "all"), else the set named by "a,b" or a sequence."""
+    if tier is None or tier == "all":
+        return None
+    names = tier.split(",") if isinstance(tier, str) else tier
+    return {t.strip() for t in names if t.strip()}

@@ -1,4 +1,4 @@
-"""Cascade inference: Clopper-Pearson, direction chosen on validation only, run loading, self-refinement."""
+"""Cascade inference: direction chosen on validation only, run loading, self-refinement."""
 
 import json
 
@@ -7,37 +7,13 @@ import torch
 
 from agon_env.game import AgonGame
 from agon_env.grading import ExactMatchGrader
-from baselines.cascade import cascade_report, load_run
-from baselines.evaluate import EvalConfig, clopper_pearson
-from baselines.policy import Generation, Policy
+from baselines.cascade import cascade_report
+from baselines.config import EvalConfig
+from baselines.runs import load_run
 from baselines.single_model import evaluate_self_cascade, evaluate_self_refine, refine_game
 from problems.record import Problem
 
-
-class ScriptedPolicy(Policy):
-    """A policy whose completion is a function of the prompt; it records every prompt it sees."""
-
-    def __init__(self, name, answer):
-        self.name, self.answer, self.seen = name, answer, []
-
-    def generate(self, prompts, n=1, params=None, seed=None):
-        self.seen += list(prompts)
-        out = []
-        for p in prompts:
-            text = self.answer(p)
-            out.append([Generation(p, text, [0], [1] * len(text), [0.0] * len(text), True) for _ in range(n)])
-        return out
-
-
-def ans(x):
-    return f"<answer>{x}</answer>"
-
-
-@pytest.mark.parametrize("k,n,lo,hi", [(0, 10, 0.0, 0.3085), (5, 10, 0.1871, 0.8129), (10, 10, 0.6915, 1.0),
-                                       (1, 20, 0.0013, 0.2487)])
-def test_clopper_pearson_known_values(k, n, lo, hi):
-    got = clopper_pearson(k, n)
-    assert got == pytest.approx((lo, hi), abs=1e-4)
+from .scripted import ScriptedPolicy, ans
 
 
 def test_direction_is_chosen_on_validation_even_when_test_disagrees():
@@ -51,7 +27,7 @@ def test_direction_is_chosen_on_validation_even_when_test_disagrees():
         return lambda p: ans(1) if p.startswith("D:") and f"Q:{right_on}" in p else ans(0)
 
     a, b = ScriptedPolicy("A", answerer("t")), ScriptedPolicy("B", answerer("v"))
-    report = cascade_report(a, b, validation, test, game, EvalConfig(samples=2, greedy=False))
+    report = cascade_report(a, b, validation, test, game, EvalConfig(samples=2, greedy=False), 1234)
     rows = {r["method"]: r for r in report["test"]}
     assert rows["B→A"]["pass@1"] == 1.0 and rows["A→B"]["pass@1"] == 0.0  # test would have chosen B→A
     assert report["direction"] == "A→B"
@@ -66,7 +42,7 @@ def test_validation_choice_is_made_before_any_test_prompt():
     validation = [Problem(id="v", question="v0", answer="1")]
     test = [Problem(id="t", question="t0", answer="1")]
     a, b = ScriptedPolicy("A", lambda p: ans(1)), ScriptedPolicy("B", lambda p: ans(0))
-    cascade_report(a, b, validation, test, game, EvalConfig(samples=1, greedy=False))
+    cascade_report(a, b, validation, test, game, EvalConfig(samples=1, greedy=False), 1234)
     for pol in (a, b):
         kinds = ["t" if "Q:t" in p else "v" for p in pol.seen]
         assert kinds == sorted(kinds, key=lambda k: k == "t"), f"{pol.name} saw a test prompt before validation ended"
@@ -78,12 +54,12 @@ def test_self_refine_shows_the_answer_and_self_cascade_withholds_it():
     problems = [Problem(id="p", question="2+2", answer="4")]
     draft = "<think>private</think>work shown" + ans(5)
     pol = ScriptedPolicy("M", lambda p: ans(4) if p.startswith("D:") else draft)
-    refine = evaluate_self_refine(pol, problems, game, EvalConfig(samples=1, greedy=False))
+    refine = evaluate_self_refine(pol, problems, game, EvalConfig(samples=1, greedy=False), 1234)
     second = [p for p in pol.seen if p.startswith("D:")]
     assert second == ["D:work shown<answer>5</answer>\nQ:2+2\nA:"]  # thinking dropped, own answer kept
     assert refine["method"] == "M self-refine" and refine["pass@1"] == 1.0 and refine["conversion"] == 1.0
     pol.seen.clear()
-    evaluate_self_cascade(pol, problems, game, EvalConfig(samples=1, greedy=False))
+    evaluate_self_cascade(pol, problems, game, EvalConfig(samples=1, greedy=False), 1234)
     assert [p for p in pol.seen if p.startswith("D:")] == ["D:work shown\nQ:2+2\nA:"]  # the challenger channel
     assert "earlier solution" in refine_game(AgonGame(grader=ExactMatchGrader())).challenger_prompts(problems, [draft])[0]
 
@@ -111,12 +87,13 @@ def test_load_run_names_a_missing_checkpoint(tmp_path):
 @pytest.mark.slow
 def test_load_run_restores_the_trained_weights(tmp_path):
     from baselines import grpo
-    from baselines.policy import load_policy
+    from baselines.policy import SamplingParams, load_policy
 
     # Medium problems with room to finish: rewards vary within a group, so the update moves the weights.
-    args = grpo.Args(steps=2, checkpoint_every=2, rollouts_per_problem=8, problems_per_step=2, max_new_tokens=64,
-                     train_tiers="medium", eval_problems=2, eval_samples=1, eval_every=0, threads=1, progress=False, lr=1e-3,
-                     out_dir=str(tmp_path), run_name="run")
+    args = grpo.Args(steps=2, checkpoint_every=2, rollouts_per_problem=8, problems_per_step=2,
+                     sampling=SamplingParams(max_new_tokens=64), train_tiers="medium",
+                     eval=EvalConfig(problems=2, samples=1, max_new_tokens=64), eval_every=0, threads=1, progress=False,
+                     lr=1e-3, out_dir=str(tmp_path), run_name="run")
     grpo.main(args)
     trained = load_run(tmp_path / "run", device="cpu", backend="hf")["GRPO"]
     saved = torch.load(tmp_path / "run" / "checkpoint" / "state.pt", weights_only=False)["params"]["policy"]

@@ -6,11 +6,11 @@ import pytest
 
 from agon_env.game import AgonGame
 from agon_env.grading import ExactMatchGrader
-from baselines.evaluate import EvalConfig
+from baselines.config import EvalConfig
 from baselines.moa import MoAConfig, aggregate_prompt, evaluate_moa, moa_prompts
 from problems.record import Problem
 
-from .test_cascade import ScriptedPolicy, ans
+from .scripted import ScriptedPolicy, ans
 
 PROBLEMS = [Problem(id=f"p{i}", question=f"{i}*7", answer=str(7 * i)) for i in range(1, 4)]
 
@@ -50,7 +50,7 @@ def test_aggregator_reads_all_proposals_and_its_answer_is_graded():
         return ans(eval(q) if ok else -1)
 
     agg = ScriptedPolicy("AGG", lambda p: aggregate(p) if p.startswith("D:") else a.answer(p))
-    row = evaluate_moa({"A": agg, "B": b}, PROBLEMS, game, MoAConfig(proposers="a,b", k=4), EvalConfig(samples=2))
+    row = evaluate_moa({"A": agg, "B": b}, PROBLEMS, game, MoAConfig(proposers="a,b", k=4), EvalConfig(samples=2), 1234)
     assert row["pass@1"] == 1.0 and row["n"] == len(PROBLEMS) * 2
     assert row["proposal_pass"] == 0.0 and row["any_proposal_right"] == 0.0
     final_prompts = [p for p in agg.seen if p.startswith("D:")]
@@ -62,7 +62,7 @@ def test_self_moa_and_layers():
     game = AgonGame(template="compact", grader=ExactMatchGrader())
     a, b = proposer("A"), proposer("B")
     row = evaluate_moa({"A": a, "B": b}, PROBLEMS, game, MoAConfig(proposers="a", k=3, layers=2, aggregator="b"),
-                       EvalConfig(samples=1))
+                       EvalConfig(samples=1), 1234)
     assert len(b.seen) == len(PROBLEMS) and all(p.startswith("D:") for p in b.seen)  # B only aggregates
     layer2 = [p for p in a.seen if p.startswith("D:")]
     assert len(layer2) == len(PROBLEMS) and all(p.count("D:A") == 3 for p in layer2)  # layer 2 reads layer 1
@@ -70,8 +70,17 @@ def test_self_moa_and_layers():
 
 
 @pytest.mark.parametrize("bad,msg", [(dict(proposers="a,c"), "--proposers"), (dict(k=1), "--k"),
-                                     (dict(aggregator="z"), "--aggregator"), (dict(layers=0), "--layers"),
-                                     (dict(show="all"), "--show")])
+                                     (dict(aggregator="z"), "--aggregator"), (dict(layers=0), "--layers")])
 def test_bad_config_names_the_option(bad, msg):
     with pytest.raises(SystemExit, match=msg):
         MoAConfig(**bad).validate()
+
+
+def test_cli_rejects_an_unknown_summary_mode_naming_the_choices():
+    import subprocess
+    import sys
+
+    from .cli import ROOT
+
+    r = subprocess.run([sys.executable, "-m", "baselines.moa", "--show", "all"], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 2 and "--show" in r.stderr and "with_answer" in r.stderr

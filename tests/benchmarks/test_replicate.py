@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.replicate import ORDER, TRAINED
+from benchmarks.replicate_table import ORDER, TRAINED
 
 ROOT = Path(__file__).resolve().parents[2]
 

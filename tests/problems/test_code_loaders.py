@@ -10,8 +10,7 @@ import pytest
 
 from agon_env.sandbox import check_tests
 from problems import DataError, SkippedRows
-from problems.code import (CC_DIFFICULTIES, load_apps, load_code_contests, load_code_easy,
-                           load_livecodebench)
+from problems.code import CC_DIFFICULTIES, load_apps, load_code_contests, load_code_easy, load_livecodebench
 
 CC_ROW = {
     "name": "1234_A. Two Sums", "description": "Print a+b.", "difficulty": 7, "source": 2,

@@ -17,7 +17,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from baselines.policy import SamplingParams, load_hf, load_pair, save_hf  # noqa: E402
-from baselines.vllm_backend import VLLMPolicy  # noqa: E402
+from baselines.policy.vllm_backend import VLLMPolicy  # noqa: E402
 
 PROMPTS = ["What is 2+3?", "Name a colour."]
 pytestmark = pytest.mark.slow

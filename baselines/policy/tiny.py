@@ -7,13 +7,14 @@ saved as a `tokenizer.json`; load it with `PreTrainedTokenizerFast.from_pretrain
 (transformers 5's `AutoTokenizer` ignores a saved custom tokenizer for qwen model types
 and builds a BPE one instead).
 
-The pair itself is shipped in `baselines/tiny_pair/{a,b}` and rebuilt exactly by
-`python -m baselines.tiny build` (see `baselines/tiny_build.py`); `python -m baselines.tiny
-eval` prints per-tier accuracy of A, B and both cascades.
+The pair itself is shipped in `baselines/policy/tiny_pair/{a,b}` and rebuilt exactly by
+`python -m baselines.policy.tiny_build build` (see `tiny_build.py`); `python -m
+baselines.policy.tiny_build eval` prints per-tier accuracy of A, B and both cascades.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,13 +91,16 @@ def load_tiny(which: str = "a", root: str | Path = PAIR_DIR):
 
     path = Path(root) / which
     if not (path / "model.safetensors").exists():
-        raise FileNotFoundError(f"no tiny model at {path}; build the pair with `python -m baselines.tiny build`")
+        raise FileNotFoundError(f"no tiny model at {path}; build the pair with `python -m baselines.policy.tiny_build build`")
     return Qwen3ForCausalLM.from_pretrained(str(path)).eval(), load_tokenizer(path)
 
 
-if __name__ == "__main__":
-    import sys
+def is_tiny_tokenizer(tokenizer) -> bool:
+    """True for this module's character tokenizer, wherever it was loaded from: the tiny
+    models were trained on the compact prompt, so the prompt follows the model, not its name."""
+    return len(tokenizer) == len(_tiny_vocab()) and tokenizer.get_vocab() == _tiny_vocab()
 
-    from .tiny_build import main
 
-    main(sys.argv[1:])
+@functools.cache
+def _tiny_vocab() -> dict[str, int]:
+    return build_tokenizer().get_vocab()

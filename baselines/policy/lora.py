@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from .policy import HFPolicy, save_hf
+from .hf import HFPolicy, load_hf, save_hf
 
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
@@ -137,8 +137,6 @@ def load_adapter_pair(paths: list[str], device: str = "cpu", base: str | None = 
                       names: tuple[str, ...] = ("A", "B")) -> tuple[LoraPolicy, ...]:
     """Saved adapters back onto ONE base (the first adapter's, unless given), all trainable."""
     from peft import PeftModel
-
-    from .policy import load_hf
 
     cfg = json.loads(Path(paths[0], "adapter_config.json").read_text())
     base = base or cfg.get("base_model_name_or_path")

@@ -32,7 +32,8 @@ from pathlib import Path
 
 import torch
 
-from .policy import Generation, Policy, SamplingParams
+from .base import Generation, Policy, SamplingParams
+from .spec import ModelSpec
 
 log = logging.getLogger("agon.policy")
 BACKENDS = ("auto", "hf", "vllm")
@@ -48,7 +49,7 @@ def vllm_available(need_cuda: bool = True) -> tuple[bool, str]:
     return True, "CUDA and vllm present" if need_cuda else "vllm present"
 
 
-def pick_backend(backend: str, model: str) -> str:
+def pick_backend(backend: str, spec: ModelSpec) -> str:
     """'vllm' or 'hf' for `backend` in BACKENDS; logs the choice and, on fallback, the reason.
 
     'auto' picks vLLM only on CUDA; 'vllm' by name also runs a CPU build of vLLM."""
@@ -59,8 +60,8 @@ def pick_backend(backend: str, model: str) -> str:
     ok, why = vllm_available(need_cuda=backend == "auto")
     if backend == "vllm" and not ok:
         raise RuntimeError(f"backend='vllm' requested but unusable: {why}")
-    if ok and (model.startswith("tiny") or "," in model or model == "smollm2"):
-        log.warning("policy backend: HF (the vLLM backend serves LoRA pairs on one HF-format base, not %r)", model)
+    if ok and (not spec.one_base or str(spec) == "smollm2"):
+        log.warning("policy backend: HF (the vLLM backend serves LoRA pairs on one HF-format base, not %r)", str(spec))
         return "hf"
     if ok:
         log.info("policy backend: vLLM (%s)", why)
@@ -141,7 +142,7 @@ class VLLMPolicy(Policy):
     """Samples on the shared engine under its adapter; trains and saves through the HF `LoraPolicy`."""
 
     def __init__(self, hf, llm, registry: AdapterRegistry):
-        self.hf, self.llm, self.registry, self.name = hf, llm, registry, hf.name
+        self.hf, self.llm, self.registry, self.name, self.template = hf, llm, registry, hf.name, hf.template
         self._request = None
 
     def _version(self) -> tuple:

@@ -9,9 +9,9 @@ import torch
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 torch.set_num_threads(1)
 
-from baselines.policy import HFPolicy, _load_tokenizer  # noqa: E402
-from baselines.tiny import PAIR_DIR, TAGS, TinyConfig, build_tokenizer, load_tiny, load_tokenizer  # noqa: E402
-from baselines.tiny_build import BuildConfig, build, probe, load_tiers  # noqa: E402
+from baselines.policy.hf import HFPolicy, _load_tokenizer  # noqa: E402
+from baselines.policy.tiny import PAIR_DIR, TAGS, TinyConfig, build_tokenizer, load_tiny, load_tokenizer  # noqa: E402
+from baselines.policy.tiny_build import BuildConfig, build, load_tiers, probe  # noqa: E402
 
 TEXT = "Q:(47*7) mod 6\nA:<think>40*7=280 7*7=49</think>47*7=329<answer>5</answer>"
 
@@ -29,7 +29,7 @@ def test_tokenizer_round_trip(tmp_path):
 
 
 def test_model_is_qwen3_of_about_a_million_parameters():
-    from baselines.tiny import new_model
+    from baselines.policy.tiny import new_model
 
     m = new_model(TinyConfig(), build_tokenizer(), seed=0)
     assert m.config.model_type == "qwen3" and 0.9e6 < m.num_parameters() < 5e6
@@ -52,7 +52,7 @@ def test_build_reproduces_bit_for_bit_in_parallel_or_not(tmp_path):
 
 
 def test_shipped_pair_matches_its_record():
-    from baselines.tiny_build import checks, file_hash
+    from baselines.policy.tiny_build import checks, file_hash
 
     meta = json.loads((PAIR_DIR / "metrics.json").read_text())
     assert meta["sha256"] == {n: file_hash(PAIR_DIR / n / "model.safetensors") for n in "ab"}

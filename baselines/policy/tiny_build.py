@@ -1,11 +1,11 @@
-"""Warm-start and measure the tiny pair: `python -m baselines.tiny build` / `eval`.
+"""Warm-start and measure the tiny pair: `python -m baselines.policy.tiny_build build` / `eval`.
 
 Build, per candidate seed (one model per seed, its own init and data order):
 1. drafter phase: supervised on the arith train split's worked solutions, in the compact
    drafter format `Q:{question}\\nA:` → solution;
 2. the model samples its OWN drafts on the train problems, one per temperature in
    `draft_temperatures` (low: mostly right, so the challenger learns to build on a right
-   summary; high: often wrong, so it learns not to trust one), which `rules.summarize`
+   summary; high: often wrong, so it learns not to trust one), which `AgonGame.summarize`
    turns into what a challenger reads;
 3. mixed phase: `challenger_frac` of each batch is challenger examples
    `D:{summary}\\nQ:{question}\\nA:` → the worked solution, the rest drafter examples.
@@ -20,6 +20,7 @@ thread count, so the same config rebuilds the same bytes (`--check` compares has
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -29,14 +30,18 @@ from pathlib import Path
 
 import torch
 
-from agon_env.prompts import TEMPLATES
-from agon_env.rules import score_games, summarize
+from agon_env.game import AgonGame
+from agon_env.rules import game_rates
 
-from .policy import HFPolicy, SamplingParams
+from .base import SamplingParams
+from .hf import HFPolicy
 from .tiny import PAIR_DIR, TinyConfig, build_tokenizer, new_model
 
 TIERS = ("easy", "medium", "hard")
-COMPACT = TEMPLATES["compact"]
+@functools.cache
+def game() -> AgonGame:
+    """The prompts, summary channel and grader the pair is trained and measured on."""
+    return AgonGame(template="compact")
 
 
 @dataclass
@@ -93,12 +98,12 @@ def _enc(tok, text: str) -> list[int]:
 
 
 def drafter_examples(problems, tok) -> list[tuple[list[int], list[int]]]:
-    return [(_enc(tok, COMPACT.drafter_prompt(p.question)), _enc(tok, p.solution) + [tok.eos_token_id])
+    return [(_enc(tok, game().template.drafter_prompt(p.question)), _enc(tok, p.solution) + [tok.eos_token_id])
             for p in problems]
 
 
 def challenger_examples(problems, drafts: list[str], tok):
-    return [(_enc(tok, COMPACT.challenger_prompt(p.question, summarize(d))), _enc(tok, p.solution) + [tok.eos_token_id])
+    return [(_enc(tok, game().challenger_prompts([p], [d])[0]), _enc(tok, p.solution) + [tok.eos_token_id])
             for p, d in zip(problems, drafts)]
 
 
@@ -160,7 +165,7 @@ def train_one(seed: int, cfg: BuildConfig, train, tok, log=print):
     dprobs = [p for k in range(len(TIERS)) for p in train[k * per:k * per + cfg.drafts_per_tier]]
     drafts, dp = [], []
     for k, temp in enumerate(cfg.draft_temperatures):
-        gens = pol.generate([COMPACT.drafter_prompt(p.question) for p in dprobs],
+        gens = pol.generate([game().template.drafter_prompt(p.question) for p in dprobs],
                             params=SamplingParams(temperature=temp, max_new_tokens=cfg.max_new_tokens),
                             seed=2000 + 100 * k + seed)
         drafts += [g[0].text for g in gens]
@@ -176,9 +181,7 @@ def train_one(seed: int, cfg: BuildConfig, train, tok, log=print):
 
 # ---------------------------------------------------------------- measuring
 def _grade(problems, drafts, responses):
-    from agon_env.grading import default_grader
-
-    return score_games(problems, drafts, responses, default_grader())
+    return game().score(problems, drafts, responses)
 
 
 def _greedy(pol: HFPolicy, prompts: list[str], max_new_tokens: int) -> list[str]:
@@ -187,23 +190,17 @@ def _greedy(pol: HFPolicy, prompts: list[str], max_new_tokens: int) -> list[str]
 
 
 def solo_accuracy(pol, problems, max_new_tokens=128) -> tuple[float, list[str]]:
-    drafts = _greedy(pol, [COMPACT.drafter_prompt(p.question) for p in problems], max_new_tokens)
+    drafts = _greedy(pol, game().drafter_prompts(problems), max_new_tokens)
     res = _grade(problems, drafts, drafts)
     return sum(r.drafter_info["correct"] for r in res) / len(problems), drafts
 
 
 def cascade_accuracy(challenger, problems, drafts, max_new_tokens=128) -> dict:
     """Greedy challenger answers after each draft's summary: accuracy, conversion and keep rates."""
-    answers = _greedy(challenger, [COMPACT.challenger_prompt(p.question, summarize(d)) for p, d in zip(problems, drafts)],
+    answers = _greedy(challenger, game().challenger_prompts(problems, drafts),
                       max_new_tokens)
-    res = _grade(problems, drafts, answers)
-    wrong = [r for r in res if not r.drafter_info["correct"]]
-    right = [r for r in res if r.drafter_info["correct"]]
-    return {
-        "accuracy": sum(r.challenger_info["correct"] for r in res) / len(res),
-        "conversion": sum(r.challenger_info["correct"] for r in wrong) / max(1, len(wrong)),
-        "keep": sum(r.challenger_info["correct"] for r in right) / max(1, len(right)),
-    }
+    rates = game_rates(_grade(problems, drafts, answers))
+    return {"accuracy": rates["challenger_pass"], "conversion": rates["conversion"], "keep": rates["keep"]}
 
 
 def measure_pair(a: HFPolicy, b: HFPolicy, by_tier: dict, max_new_tokens=128) -> dict:
@@ -222,8 +219,8 @@ def probe(a, b, by_tier: dict, max_new_tokens=128) -> dict:
     """Greedy texts of A, B and the A>B cascade on a few problems: a fingerprint of the pair."""
     out = {}
     for tier, probs in by_tier.items():
-        da, db = (_greedy(p, [COMPACT.drafter_prompt(q.question) for q in probs], max_new_tokens) for p in (a, b))
-        ab = _greedy(b, [COMPACT.challenger_prompt(q.question, summarize(d)) for q, d in zip(probs, da)], max_new_tokens)
+        da, db = (_greedy(p, game().drafter_prompts(probs), max_new_tokens) for p in (a, b))
+        ab = _greedy(b, game().challenger_prompts(probs, da), max_new_tokens)
         out[tier] = [{"id": q.id, "A": x, "B": y, "A>B": z} for q, x, y, z in zip(probs, da, db, ab)]
     return out
 
@@ -335,7 +332,7 @@ def build(cfg: BuildConfig, log=print) -> dict:
 
 
 @dataclass
-class EvalConfig:
+class PairEvalArgs:
     """Per-tier greedy accuracy of the shipped (or any built) pair, alone and as cascades."""
 
     pair: str = str(PAIR_DIR)
@@ -348,7 +345,7 @@ class EvalConfig:
     """torch threads"""
 
 
-def evaluate(cfg: EvalConfig, log=print) -> dict:
+def evaluate(cfg: PairEvalArgs, log=print) -> dict:
     from .tiny import load_tiny
 
     torch.set_num_threads(cfg.threads)
@@ -365,8 +362,14 @@ def evaluate(cfg: EvalConfig, log=print) -> dict:
 def main(argv: list[str]) -> None:
     import tyro
 
-    cmds = {"build": (BuildConfig, build), "eval": (EvalConfig, evaluate)}
+    cmds = {"build": (BuildConfig, build), "eval": (PairEvalArgs, evaluate)}
     if not argv or argv[0] not in cmds:
-        raise SystemExit(f"usage: python -m baselines.tiny {{{'|'.join(cmds)}}} [--help]")
+        raise SystemExit(f"usage: python -m baselines.policy.tiny_build {{{'|'.join(cmds)}}} [--help]")
     cls, fn = cmds[argv[0]]
     fn(tyro.cli(cls, args=argv[1:], description=__doc__))
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1:])

@@ -8,9 +8,9 @@ import torch
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 torch.set_num_threads(1)  # the CPU is shared: extra threads only spin
 
-from baselines.lora import lora_pair  # noqa: E402
 from baselines.policy import Generation, HFPolicy, SamplingParams, load_pair, load_policy  # noqa: E402
-from baselines.tiny import TinyConfig, build_tokenizer, new_model  # noqa: E402
+from baselines.policy.lora import lora_pair  # noqa: E402
+from baselines.policy.tiny import TinyConfig, build_tokenizer, new_model  # noqa: E402
 
 PROMPTS = ["Q:12+34\nA:", "Q:7*8\nA:", "D:add the units\nQ:123+9\nA:"]
 SMALL = TinyConfig(hidden=64, layers=2, heads=4, kv_heads=2, mlp=128)
@@ -37,7 +37,7 @@ def _check_logprobs(pol, gens, tol=1e-4):
 
 @pytest.mark.parametrize("greedy", [True, False])
 def test_sampling_logprobs_match_recomputed(model, tok, greedy):
-    from baselines.fast_decode import supports
+    from baselines.policy.fast_decode import supports
 
     assert supports(model)  # the tiny model samples through the lean decoder
     pol = HFPolicy(model, tok, "A")
@@ -116,7 +116,7 @@ def test_lora_a_is_exact_noop_and_b_differs(model, tok):
     assert not torch.allclose(b.token_logprobs(*args)[0].detach(), base_lp, atol=1e-4)
     torch.testing.assert_close(b.reference_logprobs(*args)[0], base_lp, atol=0, rtol=0)
     # the transformers (peft) sampling path agrees with its own recomputation too
-    from baselines.fast_decode import supports
+    from baselines.policy.fast_decode import supports
 
     assert not supports(b.model)
     _check_logprobs(b, b.generate(PROMPTS, n=2, params=SamplingParams(max_new_tokens=15), seed=2))
@@ -182,7 +182,7 @@ def test_full_pair_from_two_paths(model, tok, tmp_path):
 def test_fast_decoder_matches_other_families(tok, family):
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from baselines.fast_decode import supports
+    from baselines.policy.fast_decode import supports
 
     cfg = AutoConfig.for_model(family, vocab_size=len(tok), hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                                num_key_value_heads=2, intermediate_size=128, eos_token_id=tok.eos_token_id,

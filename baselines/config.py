@@ -1,0 +1,234 @@
+"""The options every CLI here shares: dataclasses that nest, so each value has one home.
+
+`BaseArgs` (model, data, evaluation, run set-up) is extended by `LearnerArgs` (sampling,
+optimiser, loss, run directory) for the learners and by `InferenceArgs` (outputs) for the
+inference-only methods. Nested groups keep their prefix from the command line to the code:
+`--sampling.temperature` is `args.sampling.temperature`, `--eval.top-p` is `args.eval.top_p`.
+A run's `config.json` is this tree as JSON; `from_dict` reads it back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+import time
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import torch
+
+from agon_env.game import AgonGame
+from agon_env.prompts import TEMPLATES
+from agon_env.rules import REWARD_SCHEMES, SUMMARY_MODES
+from problems.record import Problem
+
+from .grpo_loss import LOSS_TYPES
+from .policy import ModelSpec, Policy, SamplingParams
+
+Template = Literal[("auto", *TEMPLATES)]
+RewardScheme = Literal[REWARD_SCHEMES]
+SummaryMode = Literal[SUMMARY_MODES]
+LossType = Literal[LOSS_TYPES]
+Device = Literal["auto", "cpu", "cuda"]
+Backend = Literal["auto", "hf", "vllm"]
+
+
+@dataclass
+class EvalConfig:
+    """How held-out pass@1 is measured."""
+
+    tier: str = "hard"
+    """difficulty tier of the held-out split ('all' for every tier)"""
+    problems: int = 300
+    """held-out problems per split (the test split reports; as many validation problems choose the cascade direction)"""
+    samples: int = 4
+    """completions per problem at the evaluation temperature (pass@1 is their mean)"""
+    temperature: float = 0.7
+    """sampling temperature for pass@1"""
+    top_p: float = 1.0
+    """nucleus sampling for pass@1"""
+    max_new_tokens: int = 128
+    """completion length limit in tokens, per model call"""
+    greedy: bool = True
+    """also report greedy accuracy (one extra completion per problem)"""
+
+    def params(self, greedy: bool = False) -> SamplingParams:
+        return SamplingParams(self.temperature, self.top_p, self.max_new_tokens, greedy)
+
+
+@dataclass
+class BaseArgs:
+    """What every learner and inference method is run on."""
+
+    model: str = "tiny"
+    """'tiny' (the shipped offline pair), a local HF model dir, 'smollm2', a hub name, or 'A_PATH,B_PATH'"""
+    problems: str = "arith"
+    """problem source: 'arith' (bundled), a .jsonl path, or 'deepmath:PATH'"""
+    template: Template = "auto"
+    """prompt template: 'auto' (the model's own, e.g. 'compact' for the tiny pair; else 'code' for code problems, else 'default')"""
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    """held-out evaluation"""
+    seed: int = 0
+    """seed for data order, sampling and initialisation"""
+    threads: int = 2
+    """torch CPU threads (fixed, so runs are reproducible)"""
+    device: Device = "auto"
+    """'auto' (CUDA when available), 'cpu' or 'cuda'"""
+    backend: Backend = "auto"
+    """generation backend: 'auto' (vLLM when CUDA and vllm are present, else HF), 'hf' or 'vllm'"""
+    out_dir: str = "runs"
+    """parent directory of this run's outputs"""
+
+    def model_spec(self) -> ModelSpec:
+        try:
+            return ModelSpec.parse(self.model)
+        except ValueError as e:
+            raise SystemExit(f"error: --model: {e}") from None
+
+    def seed_everything(self) -> None:
+        random.seed(self.seed)
+        np.random.seed(self.seed)
+        torch.manual_seed(self.seed)
+        torch.set_num_threads(self.threads)
+
+    def load(self, split: str, tiers: str, limit: int | None = None) -> list[Problem]:
+        """The problems of `split` in `tiers` ('all', or comma-separated), the first `limit` of them."""
+        from problems import load
+
+        try:
+            if self.problems.startswith("deepmath:"):  # the paper's 3,000 / 300, plus 300 for the direction choice
+                ps = load("deepmath", split=split, tier=tiers, path=self.problems.split(":", 1)[1], n_validation=300)
+            else:
+                ps = load(self.problems, split=split, tier=tiers)
+        except ValueError as e:
+            raise SystemExit(f"error: --problems {self.problems!r}: {e}") from None
+        if not ps:
+            raise SystemExit(f"error: no {split!r} problems in {self.problems!r} for tiers {tiers!r}")
+        return ps[:limit] if limit else ps
+
+    def game(self, domain: str = "math", model_template: str | None = None, reward: str = "agon",
+             format_weight: float = 0.5, **kw) -> AgonGame:
+        """The game these options play; `model_template` is the policy's own (`Policy.template`)."""
+        template = self.template
+        if template == "auto":
+            template = model_template or ("code" if domain == "code" else "default")
+        return AgonGame(reward=reward, format_weight=format_weight, template=template, domain=domain, **kw)
+
+    def check(self) -> None:
+        """Fail before any work, naming the option."""
+        self.model_spec()
+        for name in ("threads",):
+            if getattr(self, name) < 1:
+                raise SystemExit(f"error: --{name} must be at least 1, got {getattr(self, name)}")
+        for name in ("problems", "samples", "max_new_tokens"):
+            if getattr(self.eval, name) < 1:
+                raise SystemExit(f"error: --eval.{name.replace('_', '-')} must be at least 1, got {getattr(self.eval, name)}")
+
+
+@dataclass
+class LearnerArgs(BaseArgs):
+    """Options shared by both learners."""
+
+    train_tiers: str = "medium,hard"
+    """comma-separated difficulty tiers to train on ('all' for every tier)"""
+    sampling: SamplingParams = field(default_factory=SamplingParams)
+    """how training rollouts are sampled (T=1.0 with lr 2e-4 collapsed tiny models)"""
+    steps: int = 150
+    """optimizer steps"""
+    problems_per_step: int = 4
+    """problems per optimizer step (each gets a whole group)"""
+    lr: float = 5e-5
+    """peak learning rate (linear warm-up, then linear decay to 0)"""
+    warmup_frac: float = 0.1
+    """fraction of steps spent warming up"""
+    max_grad_norm: float = 1.0
+    """gradient clipping norm"""
+    loss_type: LossType = "grpo"
+    """'grpo' (per-sequence mean), 'dapo' (token mean over the batch) or 'dr_grpo' (constant normaliser)"""
+    scale_std: bool = True
+    """divide advantages by the group's std (off: Dr. GRPO's centring only)"""
+    eps_low: float = 0.2
+    """lower clip of the importance ratio: 1 - eps_low"""
+    eps_high: float = 0.2
+    """upper clip of the importance ratio: 1 + eps_high (DAPO uses 0.28)"""
+    beta: float = 0.0
+    """KL weight to the reference (the LoRA-disabled base, or a frozen copy of a full model)"""
+    lora_rank: int = 16
+    """LoRA rank for HF models (the tiny pair is trained fully)"""
+    format_weight: float = 0.5
+    """λ, the format term's weight in every reward"""
+    eval_every: int = 50
+    """steps between held-out evaluations on a 100-problem slice (0: only before and after)"""
+    run_name: str = ""
+    """run directory name (default: learner-seed-time)"""
+    checkpoint_every: int = 50
+    """steps between checkpoints (0: none)"""
+    resume: str = ""
+    """a run directory to continue from its last checkpoint"""
+    progress: bool = True
+    """show progress bars"""
+
+    def validate(self, group_name: str, group: int) -> None:
+        """Fail before any work, naming the option."""
+        self.check()
+        if group < 2:
+            raise SystemExit(f"error: --{group_name} must be at least 2 (advantages are relative to the group), got {group}")
+        for name in ("steps", "problems_per_step"):
+            if getattr(self, name) < 1:
+                raise SystemExit(f"error: --{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
+        if self.sampling.max_new_tokens < 1:
+            raise SystemExit(f"error: --sampling.max-new-tokens must be at least 1, got {self.sampling.max_new_tokens}")
+        if self.sampling.greedy:
+            raise SystemExit("error: --sampling.greedy: training needs sampled rollouts")
+        if self.resume and not Path(self.resume).is_dir():
+            raise SystemExit(f"error: --resume {self.resume!r} is not a run directory")
+
+    def eval_seed(self) -> int:
+        """Evaluation draws: fixed per run seed, so before/after numbers use the same draws."""
+        return self.seed + 10_000
+
+
+@dataclass
+class InferenceArgs(BaseArgs):
+    """Options shared by the inference-only methods (cascade, MoA, self-refinement).
+
+    Given a learner's run directory, a method evaluates with that run's `--eval.*` settings,
+    except for the ones set on its own command line (any value other than the default)."""
+
+    def with_run_eval(self, run: BaseArgs) -> EvalConfig:
+        """This CLI's eval settings, each one left at its default taken from the run's instead."""
+        default = EvalConfig()
+        return EvalConfig(**{f.name: getattr(self.eval if getattr(self.eval, f.name) != getattr(default, f.name) else run.eval,
+                                             f.name) for f in dataclasses.fields(EvalConfig)})
+
+    def write_outputs(self, tool: str, title: str, payload: dict, table: str, note: str) -> Path:
+        """Print the table, then write `<tool>.json` and `<tool>.md` into a new `out_dir/<tool>-<time>/`."""
+        print(f"\n{table}\n\n- {note}")
+        out = Path(self.out_dir) / f"{tool}-{time.strftime('%Y%m%d-%H%M%S')}"
+        out.mkdir(parents=True, exist_ok=True)
+        (out / f"{tool}.json").write_text(json.dumps({"model": self.model, **payload}, indent=2))
+        (out / f"{tool}.md").write_text(f"# {title}: {self.model}\n\n{table}\n\n- {note}\n")
+        print(f"\noutputs in {out}: {tool}.json, {tool}.md")
+        return out
+
+
+def from_dict(cls, data: dict):
+    """An instance of dataclass `cls` from its `asdict` form, nested groups included; keys
+    `cls` does not have are ignored (a grpo run's config read as `LearnerArgs`)."""
+    hints = typing.get_type_hints(cls)
+    kw = {}
+    for f in dataclasses.fields(cls):
+        if f.name in data:
+            v = data[f.name]
+            kw[f.name] = from_dict(hints[f.name], v) if dataclasses.is_dataclass(hints[f.name]) else v
+    return cls(**kw)
+
+
+def policy_template(policies: dict[str, Policy] | list[Policy]) -> str | None:
+    """The prompt template the models share, if they were trained on one (see `Policy.template`)."""
+    found = {p.template for p in (policies.values() if isinstance(policies, dict) else policies)}
+    return found.pop() if len(found) == 1 else None

@@ -1,0 +1,88 @@
+"""The policy interface every learner and inference method codes against.
+
+- `generate(prompts, n, params, seed)` samples `n` completions per prompt in one batch and
+  returns, per sample, the text, the prompt and completion token ids and per-token
+  log-probs (`Generation`);
+- `token_logprobs(prompt_ids, completion_ids)` recomputes those log-probs with gradient,
+  for the loss; `reference_logprobs` does it without gradient under the frozen reference
+  (the LoRA base with adapters off, or a copy made at load) for a KL term.
+
+Log-prob convention: `Generation.logprobs` and `token_logprobs` are the log-softmax of
+the policy's *raw* logits (temperature 1, no top-p), whatever temperature was sampled at.
+That is the policy's own distribution, the one its gradient moves, so sampling-time and
+update-time numbers agree to float precision (tested within 1e-4). An importance ratio
+against the temperature-scaled sampler is a learner's choice, not this layer's.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class SamplingParams:
+    """How completions are sampled."""
+
+    temperature: float = 0.7
+    """softmax temperature for sampling (ignored when greedy; <= 0 also means greedy)"""
+    top_p: float = 1.0
+    """nucleus sampling: keep the smallest token set with this much probability"""
+    max_new_tokens: int = 128
+    """completion length limit in tokens (a completion that hits it has finished=False)"""
+    greedy: bool = False
+    """take the arg-max token instead of sampling"""
+
+
+@dataclass
+class Generation:
+    """One sampled completion and what the update needs to score it again."""
+
+    prompt: str
+    """the env's prompt text, before any chat template"""
+    text: str
+    """decoded completion, special tokens removed"""
+    prompt_ids: list[int]
+    """token ids actually fed to the model (after the chat template)"""
+    completion_ids: list[int]
+    """sampled token ids, including EOS if one was produced"""
+    logprobs: list[float]
+    """per completion token: log-softmax of the raw logits (temperature 1; see module doc)"""
+    finished: bool
+    """True if the completion stopped on EOS, False if it hit max_new_tokens"""
+
+
+class Policy:
+    """What a learner needs from a language-model policy. Subclasses implement it."""
+
+    name: str = "policy"
+    template: str | None = None
+    """the prompt template this model was trained on (the tiny pair's 'compact'), or None for any"""
+
+    def generate(self, prompts: list[str], n: int = 1, params: SamplingParams = SamplingParams(),
+                 seed: int | None = None) -> list[list[Generation]]:
+        """`n` completions per prompt, indexed [prompt][sample]; the same seed gives the same samples."""
+        raise NotImplementedError
+
+    def token_logprobs(self, prompt_ids: list[list[int]], completion_ids: list[list[int]]):
+        """(logp [B, T], mask [B, T]) of each completion token, with gradient, right-padded."""
+        raise NotImplementedError
+
+    def reference_logprobs(self, prompt_ids: list[list[int]], completion_ids: list[list[int]]):
+        """Same as `token_logprobs` under the frozen reference, without gradient; None if the policy has none."""
+        raise NotImplementedError
+
+    def parameters(self) -> list[torch.nn.Parameter]:
+        """The trainable parameters only."""
+        raise NotImplementedError
+
+    def save(self, path: str | os.PathLike) -> None:
+        raise NotImplementedError
+
+    def train(self):
+        return self
+
+    def eval(self):
+        return self

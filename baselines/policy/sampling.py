@@ -1,0 +1,122 @@
+"""Batched autoregressive sampling with a KV cache, and the log-probs the update recomputes.
+
+Both use one layout (prompts left-padded, completions right-padded), so sampling-time and
+update-time log-probs agree to float precision.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import torch
+
+from .base import SamplingParams
+
+
+def _eos_ids(model, tokenizer) -> set[int]:
+    ids = set()
+    for src in (getattr(model.generation_config, "eos_token_id", None), tokenizer.eos_token_id):
+        if src is not None:
+            ids |= set(src) if isinstance(src, (list, tuple)) else {int(src)}
+    if not ids:
+        raise ValueError(f"tokenizer {type(tokenizer).__name__} and the model's generation config have no eos_token_id")
+    return ids
+
+
+def _left_pad(seqs: list[list[int]], pad: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    L = max(len(s) for s in seqs)
+    ids = torch.full((len(seqs), L), pad, dtype=torch.long)
+    mask = torch.zeros((len(seqs), L), dtype=torch.long)
+    for i, s in enumerate(seqs):
+        if s:
+            ids[i, L - len(s):] = torch.tensor(s)
+            mask[i, L - len(s):] = 1
+    return ids.to(device), mask.to(device)
+
+
+def _pick(logits: torch.Tensor, params: SamplingParams, gen: torch.Generator) -> torch.Tensor:
+    if params.greedy or params.temperature <= 0:
+        return logits.argmax(-1)
+    probs = torch.softmax(logits / params.temperature, -1)
+    if params.top_p < 1.0:
+        sp, si = probs.sort(-1, descending=True)
+        drop = sp.cumsum(-1) - sp > params.top_p  # keep tokens until the mass before them reaches top_p
+        probs = torch.zeros_like(probs).scatter(-1, si, sp.masked_fill(drop, 0.0))
+    return torch.multinomial(probs, 1, generator=gen).squeeze(-1)
+
+
+@torch.no_grad()
+def sample(model, prompt_ids: list[list[int]], params: SamplingParams, eos: set[int], pad: int,
+           gen: torch.Generator) -> list[tuple[list[int], list[float], bool]]:
+    """Autoregressive sampling with a KV cache over a left-padded batch.
+
+    Returns (completion ids, raw-logit log-probs, finished) per row. Rows that finish keep
+    being fed a pad token until all finish, so the batch stays rectangular.
+    """
+    from .fast_decode import Decoder, supports
+
+    device = next(model.parameters()).device
+    ids, mask = _left_pad(prompt_ids, pad, device)
+    pos = (mask.cumsum(-1) - 1).clamp(min=0)
+    if supports(model):
+        dec = Decoder(model, ids.shape[1] + params.max_new_tokens)
+        step = lambda ids, mask, pos: dec.forward(ids, pos, mask).float()  # noqa: E731
+    else:
+        from transformers import DynamicCache
+
+        # transformers 5.2x renamed `past_key_values` to `cache`; accept both
+        base = model.get_base_model() if hasattr(model, "get_base_model") else model
+        key = "cache" if "cache" in inspect.signature(type(base).forward).parameters else "past_key_values"
+        kw = {key: DynamicCache(), "use_cache": True}
+        step = lambda ids, mask, pos: model(input_ids=ids, attention_mask=mask, position_ids=pos,  # noqa: E731
+                                            **kw).logits[:, -1].float()
+    logits = step(ids, mask, pos)
+    B = len(prompt_ids)
+    eos_t = torch.tensor(sorted(eos), device=device)
+    done = torch.zeros(B, dtype=torch.bool, device=device)
+    toks, lps, alive = [], [], []
+    for _ in range(params.max_new_tokens):
+        tok = _pick(logits, params, gen)
+        toks.append(tok)
+        lps.append((logits.gather(-1, tok[:, None]).squeeze(-1) - logits.logsumexp(-1)))
+        alive.append(~done)
+        done = done | torch.isin(tok, eos_t)
+        if bool(done.all()):
+            break
+        tok = tok.masked_fill(done, pad)
+        mask = torch.cat([mask, torch.ones((B, 1), dtype=mask.dtype, device=device)], 1)
+        pos = pos[:, -1:] + 1
+        logits = step(tok[:, None], mask, pos)
+    toks_t, lps_t, alive_t = (torch.stack(x, 1).cpu() for x in (toks, lps, alive))
+    out = []
+    for i in range(B):
+        k = int(alive_t[i].sum())
+        c = toks_t[i, :k].tolist()
+        out.append((c, lps_t[i, :k].tolist(), bool(c) and c[-1] in eos))
+    return out
+
+
+def completion_logprobs(model, prompt_ids: list[list[int]], completion_ids: list[list[int]], pad: int):
+    """(logp [B, T], mask [B, T]) of completion tokens; prompts left-padded, completions right-padded.
+
+    That layout is the sampler's, so the two agree to float precision, and only the last
+    T+1 positions go through the LM head (a big vocabulary times a long prompt is costly).
+    """
+    if len(prompt_ids) != len(completion_ids):
+        raise ValueError(f"token_logprobs needs as many prompts as completions, got {len(prompt_ids)} and {len(completion_ids)}")
+    if any(len(c) == 0 for c in completion_ids):
+        raise ValueError("token_logprobs got an empty completion; every completion needs at least one token")
+    device = next(model.parameters()).device
+    pids, pmask = _left_pad(prompt_ids, pad, device)
+    T = max(len(c) for c in completion_ids)
+    cids = torch.full((len(completion_ids), T), pad, dtype=torch.long, device=device)
+    cmask = torch.zeros((len(completion_ids), T), dtype=torch.long, device=device)
+    for i, c in enumerate(completion_ids):
+        cids[i, :len(c)] = torch.tensor(c, device=device)
+        cmask[i, :len(c)] = 1
+    ids, mask = torch.cat([pids, cids], 1), torch.cat([pmask, cmask], 1)
+    pos = (mask.cumsum(-1) - 1).clamp(min=0)
+    logits = model(input_ids=ids, attention_mask=mask, position_ids=pos, logits_to_keep=T + 1).logits[:, :-1].float()
+    logp = logits.gather(-1, cids[..., None]).squeeze(-1) - logits.logsumexp(-1)
+    m = cmask.to(logp.dtype)
+    return logp * m, m

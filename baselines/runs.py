@@ -1,0 +1,91 @@
+"""A learner's run directory read back: its options, its trained policies, its game.
+
+The inference methods (cascade, MoA, self-refinement) and the benchmarks load trained
+models through here; the learners write what this reads (`config.json`, `checkpoint/`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import torch
+
+from agon_env.game import AgonGame
+
+from .config import BaseArgs, LearnerArgs, from_dict, policy_template
+from .policy import ModelSpec, Policy, load_pair, load_policy
+
+
+def is_run_dir(path: str | Path) -> bool:
+    """A learner's run directory (it has config.json and metrics.jsonl), as opposed to a model dir."""
+    p = Path(path)
+    return (p / "config.json").exists() and (p / "metrics.jsonl").exists()
+
+
+def run_config(run_dir: str | Path) -> dict:
+    return json.loads((Path(run_dir) / "config.json").read_text())
+
+
+def run_args(run_dir: str | Path) -> LearnerArgs:
+    """The shared options a run was trained with (its game, data and evaluation settings)."""
+    return from_dict(LearnerArgs, run_config(run_dir))
+
+
+def load_run(run_dir: str | Path, device: str = "auto", backend: str = "auto") -> dict[str, Policy]:
+    """The trained policies of a run: {'A', 'B'} for agon_grpo, {'GRPO'} for grpo.
+
+    The run's config rebuilds the models exactly as the learner did; the final checkpoint
+    then overwrites their trainable weights.
+    """
+    run_dir = Path(run_dir)
+    cfg = run_config(run_dir)
+    state_path = run_dir / "checkpoint" / "state.pt"
+    if not state_path.exists():
+        raise SystemExit(f"error: {run_dir} has no checkpoint/state.pt; train with --checkpoint-every set "
+                         f"to a divisor of --steps so the final weights are saved")
+    state = torch.load(state_path, map_location="cpu", weights_only=False)
+    if state["step"] != cfg["steps"]:
+        raise SystemExit(f"error: {run_dir}: the last checkpoint is at step {state['step']} of {cfg['steps']}, "
+                         f"so the final weights were not saved (use --checkpoint-every dividing --steps)")
+    spec = ModelSpec.parse(cfg["model"])
+    if "group_size" in cfg:  # agon_grpo
+        a, b = load_pair(spec, lora_rank=cfg["lora_rank"], device=device, backend=backend, seed=cfg["seed"],
+                         reference=False)
+        policies = {"A": a, "B": b}
+    else:  # grpo: checkpointed under the key 'policy'
+        pol = load_policy(spec.member(cfg["policy"]), device=device, backend=backend, seed=cfg["seed"],
+                          reference=False, lora_rank=cfg["lora_rank"])
+        pol.name = "GRPO"
+        policies = {"policy": pol}
+    for key, pol in policies.items():
+        saved, params = state["params"][key], pol.parameters()
+        if len(saved) != len(params):
+            raise SystemExit(f"error: {run_dir}: checkpoint policy {key!r} has {len(saved)} tensors, model has {len(params)}")
+        with torch.no_grad():
+            for p, s in zip(params, saved):
+                p.copy_(s)
+    return policies if "policy" not in policies else {"GRPO": policies["policy"]}
+
+
+def load_models(args: BaseArgs) -> tuple[dict[str, Policy], AgonGame, LearnerArgs]:
+    """(policies, game, the run's options) for `args.model`: a run directory or a pair spec.
+
+    A run's game keeps its template, reward and summary channel, so a cascade reads drafts
+    exactly as the challenger did in training; `args.template` overrides the template.
+    """
+    if is_run_dir(args.model):
+        run = run_args(args.model)
+        if args.template != "auto":
+            run = replace(run, template=args.template)
+        policies = load_run(args.model, args.device, args.backend)
+        cfg = run_config(args.model)
+        game = run.game(model_template=policy_template(policies), reward=cfg.get("reward", "agon"),
+                        format_weight=run.format_weight, summary=cfg.get("summary", "paper"),
+                        length_tiebreak=cfg.get("length_tiebreak", 0.0))
+        return policies, game, run
+    run = LearnerArgs(model=args.model, template=args.template, eval=args.eval, seed=args.seed)
+    a, b = load_pair(args.model_spec(), lora_rank=run.lora_rank, device=args.device, backend=args.backend,
+                     seed=args.seed, reference=False)
+    return {"A": a, "B": b}, run.game(model_template=policy_template([a, b])), run

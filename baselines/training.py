@@ -1,0 +1,86 @@
+"""What both learners share around their step: the data stream and the run skeleton.
+
+A learner file defines its step (sample, grade, update: the method) and hands it to
+`train`, which evaluates before training (or resumes from the last checkpoint), runs the
+steps with mid-run evaluations and checkpoints, and `finish`, which evaluates after
+training and writes the table and plots.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+from tqdm import trange
+
+from problems.record import Problem
+
+from .config import EvalConfig, LearnerArgs, from_dict
+from .policy import Policy
+from .report import final_table, model_rows
+from .runlog import RunDir, load_checkpoint, load_config, save_checkpoint
+
+Evaluate = Callable[[Sequence[Problem], EvalConfig], list[dict]]
+
+
+def batch_for_step(problems: Sequence[Problem], step: int, per_step: int, seed: int) -> list[Problem]:
+    """The problems of optimizer step `step`: epochs of seeded permutations, so the data
+    position is a function of the step alone and a resumed run sees the same stream."""
+    n, out = len(problems), []
+    for k in range(step * per_step, (step + 1) * per_step):
+        epoch, i = divmod(k, n)
+        order = np.random.default_rng([seed, epoch]).permutation(n)
+        out.append(problems[order[i]])
+    return out
+
+
+def resumed(args: LearnerArgs) -> LearnerArgs:
+    """`args` as given, or, with `--resume`, the run's own config (only `resume` kept from the command line)."""
+    if not args.resume:
+        return args
+    run_args = from_dict(type(args), load_config(args.resume))
+    run_args.resume = args.resume
+    return run_args
+
+
+def train(args: LearnerArgs, learner: str, name: str, models: dict[str, Policy], opts: dict, scheds: dict,
+          step: Callable[[int], dict], evaluate: Evaluate, test: list[Problem],
+          postfix: Callable[[dict], dict]) -> tuple[RunDir, list[dict]]:
+    """Run `step` for every step not yet done, in `out_dir/name` (or the resumed run's directory);
+    returns the run directory and the before-training rows."""
+    run = RunDir(args.resume or Path(args.out_dir) / name, args, resume=bool(args.resume))
+    if args.resume:
+        start, extra = load_checkpoint(run.path, models, opts, scheds)
+        before = extra["before"]
+        run.truncate_after(start)
+        print(f"resumed {run.path} at step {start}")
+    else:
+        start, before = 0, evaluate(test, args.eval)
+        run.log(0, model_rows(before, "eval/"))
+
+    bar = trange(start, args.steps, desc=learner, disable=not args.progress, dynamic_ncols=True)
+    for s in bar:
+        m = step(s)
+        if args.eval_every and (s + 1) % args.eval_every == 0 and s + 1 < args.steps:
+            m.update(model_rows(evaluate(test[:100], replace(args.eval, greedy=False)), "eval/"))
+        run.log(s, m)
+        bar.set_postfix(postfix(m))
+        if args.checkpoint_every and (s + 1) % args.checkpoint_every == 0:
+            save_checkpoint(run.path, s + 1, models, opts, scheds, {"before": before})
+    return run, before
+
+
+def finish(run: RunDir, learner: str, args: LearnerArgs, before: list[dict], after: list[dict], direction: str | None,
+           plot: Callable[[list[dict]], list[Path | None]], t_start: float) -> dict:
+    """Log the after-training rows, draw the plots, write the summary; returns the summary."""
+    run.log(args.steps, model_rows(after, "eval/"))
+    history = run.history()
+    plots = plot(history)
+    summary = final_table(run.path, learner, args, before, after, direction, history, time.perf_counter() - t_start)
+    run.close()
+    print(f"\noutputs in {run.path}: metrics.jsonl, tb/ (TensorBoard), checkpoint/, summary.md, "
+          + ", ".join(p.name for p in plots if p))
+    return summary

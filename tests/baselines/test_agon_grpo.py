@@ -1,0 +1,119 @@
+"""Agon GRPO: the conversion bonus, own groups, role swaps, both policies updating, the CLI."""
+
+import json
+import time
+from dataclasses import replace
+
+import pytest
+import torch
+
+from agon_env.game import AgonGame
+from agon_env.grading import ExactMatchGrader
+from baselines import agon_grpo
+from baselines.config import EvalConfig
+from baselines.grpo_loss import group_advantages
+from baselines.policy import Generation, SamplingParams, load_pair
+from baselines.rollouts import Rollouts
+from baselines.update import make_optimizer
+from problems.record import Problem
+
+from .cli import cli
+
+TINY = dict(sampling=SamplingParams(max_new_tokens=48), eval=EvalConfig(problems=8, samples=1, max_new_tokens=48),
+            eval_every=0, progress=False, threads=1, problems_per_step=2, group_size=4)
+
+
+def _gens(texts):
+    return [Generation("", t, [0], [1], [0.0], True) for t in texts]
+
+
+def test_conversion_bonus_reaches_challenger_and_groups_are_own():
+    game = AgonGame(grader=ExactMatchGrader())
+    p1, p2 = Problem(id="1", question="q1", answer="1"), Problem(id="2", question="q2", answer="2")
+    ans = lambda x: f"<answer>{x}</answer>"  # noqa: E731
+    drafts = Rollouts([p1, p2], 2, _gens([ans(0), ans(1), ans(2), ans(2)]))  # group 1: wrong, right; group 2: right, right
+    responses = [ans(1), ans(1), ans(2), ans(0)]  # converts the wrong draft; keeps; keeps; misses
+    played = game.score_round(drafts.each_problem, drafts.texts, responses)
+    r_d, r_c = drafts.grid(played.drafter_rewards), drafts.grid([g.challenger_reward for g in played.games])
+    assert r_c.tolist() == [[3.5, 2.5], [2.5, 0.5]]  # 2c + bonus + λφ: the bonus only for the conversion
+    assert r_d.tolist() == [[0.5, 2.5], [2.5, 2.5]]
+    adv_c = group_advantages(r_c)
+    assert adv_c[0, 0] > 0 and torch.allclose(adv_c.sum(-1), torch.zeros(2), atol=1e-5)  # centred per own group
+    assert torch.equal(group_advantages(r_d)[1], torch.zeros(2))  # the drafter's all-right group: no signal
+    coop = AgonGame(reward="cooperative", grader=ExactMatchGrader()).score_round(drafts.each_problem, drafts.texts, responses)
+    assert drafts.grid([g.challenger_reward for g in coop.games])[0].tolist() == [2.5, 2.5]  # no bonus: no gradient
+
+
+def test_shared_opponent_pays_unread_drafts_grpo_reward():
+    game = AgonGame(grader=ExactMatchGrader())
+    p = Problem(id="1", question="q1", answer="1")
+    ans = lambda x: f"<answer>{x}</answer>"  # noqa: E731
+    drafts = Rollouts([p], 3, _gens([ans(0), ans(1), "no answer"]))
+    read = [0, 0, 0]  # every challenger reads the group's first draft
+    played = game.score_round(drafts.each_problem, drafts.texts, [ans(1)] * 3, read)
+    assert [g.challenger_reward for g in played.games] == [3.5] * 3  # all convert the wrong draft they read
+    assert played.drafter_rewards == [0.5, 2.5, 0.0]  # unread drafts: 2c + λφ, as in GRPO
+    assert played.drafter_correct == [False, True, False]
+
+
+@pytest.fixture(scope="module")
+def pair_setup():
+    args = agon_grpo.Args(**{**TINY, "group_size": 8, "problems_per_step": 8})  # at T=0.7 most groups are all-right or all-wrong
+    args.seed_everything()
+    train = args.load("train", args.train_tiers)
+    a, b = load_pair("tiny", reference=False, backend="hf")
+    game = args.game(model_template=a.template)
+    return args, game, train, {"A": a, "B": b}
+
+
+def test_roles_swap_and_both_policies_update_every_step(pair_setup):
+    args, game, train, pols = pair_setup
+    opts, scheds = {}, {}
+    for k, p in pols.items():
+        opts[k], scheds[k] = make_optimizer(p, replace(args, steps=4))
+    drafters = []
+    for step in range(3):
+        before = {k: [t.detach().clone() for t in p.parameters()] for k, p in pols.items()}
+        m = agon_grpo.agon_step(step, args, game, train, pols, opts, scheds)
+        drafters.append(m["drafter"])
+        for k, p in pols.items():
+            changed = any(not torch.equal(x, y) for x, y in zip(before[k], p.parameters()))
+            assert changed, f"policy {k} did not change at step {step}"
+    assert drafters == ["A", "B", "A"]
+    fixed = replace(args, fixed_roles=True)
+    assert [agon_grpo.agon_step(s, fixed, game, train, pols, opts, scheds)["drafter"] for s in range(2)] == ["A", "A"]
+
+
+@pytest.mark.slow
+def test_cli_end_to_end_outputs(tmp_path):
+    r = cli("baselines.agon_grpo", tmp_path, "--steps", "2", "--group-size", "2", "--checkpoint-every", "0")
+    assert r.returncode == 0, r.stderr[-2000:]
+    run = tmp_path / "run"
+    for f in ("metrics.jsonl", "summary.md", "summary.json", "win_rates.png", "rewards.png", "heldout.png", "config.json"):
+        assert (run / f).exists(), f
+    assert any(p.name.startswith("events") for p in (run / "tb").iterdir())
+    assert f"outputs in {run}" in r.stdout and "(chosen on validation)" in r.stdout
+    rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    assert rows[0]["step"] == 0 and "eval/A→B" in rows[0]  # the before-training evaluation
+    rows = [r for r in rows if "step_time" in r]
+    for key in ("win/A", "win/B", "conversion", "keep", "reward/A_drafter_mean", "length/drafter",
+                "zero_std/challenger", "clip_frac", "kl", "step_time"):
+        assert key in rows[0], key
+    summary = json.loads((run / "summary.json").read_text())
+    assert [r["method"] for r in summary["after"]] == ["A", "B", "A→B", "B→A"]
+
+
+@pytest.mark.parametrize("extra, msg", [
+    (("--model", "/no/such/model"), "--model: model '/no/such/model' is not"),
+    (("--group-size", "1"), "--group-size must be at least 2"),
+    (("--reward", "bogus"), "--reward"),
+    (("--sampling.temperature", "hot"), "--sampling.temperature"),
+])
+def test_bad_config_fails_before_any_work(tmp_path, extra, msg):
+    t = time.time()
+    r = cli("baselines.agon_grpo", tmp_path, *extra)
+    assert r.returncode != 0 and msg in r.stderr
+    assert not (tmp_path / "run").exists()  # nothing was written
+    assert time.time() - t < 60
+
+

@@ -1,0 +1,107 @@
+"""The option trees: every field of every CLI has help, nested values round-trip through config.json."""
+
+import ast
+import dataclasses
+import inspect
+import subprocess
+import sys
+import textwrap
+import typing
+
+import pytest
+
+from baselines import agon_grpo, cascade, grpo, moa, sb3_ppo, single_model
+from baselines.config import EvalConfig, InferenceArgs, LearnerArgs, from_dict
+from baselines.policy import ModelSpec
+from baselines.policy.tiny_build import BuildConfig, PairEvalArgs
+from benchmarks import replicate
+
+from .cli import ROOT
+
+CLIS = {"baselines.agon_grpo": agon_grpo.Args, "baselines.grpo": grpo.Args, "baselines.cascade": cascade.Args,
+        "baselines.moa": moa.Args, "baselines.single_model": single_model.Args, "baselines.sb3_ppo": sb3_ppo.Args,
+        "benchmarks.replicate": replicate.Args}
+
+
+def documented_fields(cls) -> set[str]:
+    """Fields followed by a docstring (`name: type = value` then a string) in `cls` or a base."""
+    found = set()
+    for klass in cls.__mro__:
+        if klass is object or not dataclasses.is_dataclass(klass):
+            continue
+        body = ast.parse(textwrap.dedent(inspect.getsource(klass))).body[0].body
+        for node, nxt in zip(body, body[1:]):
+            if (isinstance(node, ast.AnnAssign) and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant)
+                    and isinstance(nxt.value.value, str) and nxt.value.value.strip()):
+                found.add(node.target.id)
+    return found
+
+
+def undocumented(cls, prefix: str = "") -> list[str]:
+    """Every field of the dataclass tree under `cls` without help text, as its command-line name."""
+    missing, hints, docs = [], typing.get_type_hints(cls), documented_fields(cls)
+    for f in dataclasses.fields(cls):
+        name = prefix + f.name.replace("_", "-")
+        if f.name not in docs:
+            missing.append(name)
+        if dataclasses.is_dataclass(hints[f.name]):
+            missing += undocumented(hints[f.name], name + ".")
+    return missing
+
+
+@pytest.mark.parametrize("cls", [*CLIS.values(), BuildConfig, PairEvalArgs], ids=lambda c: f"{c.__module__}.{c.__name__}")
+def test_every_option_has_help(cls):
+    assert undocumented(cls) == []
+
+
+def test_the_walker_finds_a_missing_help():
+    @dataclasses.dataclass
+    class Bad:
+        documented: int = 1
+        """has help"""
+        bare: int = 2
+        nested: EvalConfig = dataclasses.field(default_factory=EvalConfig)
+        """has help"""
+
+    assert undocumented(Bad) == ["bare"]
+
+
+@pytest.mark.parametrize("module", sorted(CLIS))
+def test_help_runs_and_shows_nested_groups(module):
+    out = subprocess.run([sys.executable, "-m", module, "--help"], cwd=ROOT, capture_output=True, text=True,
+                         env={"COLUMNS": "200", "PATH": "", "HF_HUB_OFFLINE": "1"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    if issubclass(CLIS[module], (LearnerArgs, InferenceArgs)):
+        assert "--eval.top-p" in out.stdout
+    if issubclass(CLIS[module], LearnerArgs):
+        assert "--sampling.temperature" in out.stdout and "{grpo,dapo,dr_grpo}" in out.stdout
+
+
+def test_config_round_trips_through_json_with_nested_groups():
+    args = agon_grpo.Args(reward="margin", steps=3, eval=EvalConfig(top_p=0.9, samples=2))
+    args.sampling.temperature = 0.6
+    back = from_dict(agon_grpo.Args, dataclasses.asdict(args))
+    assert back == args and isinstance(back.sampling, type(args.sampling)) and back.eval.top_p == 0.9
+    assert from_dict(LearnerArgs, dataclasses.asdict(args)).sampling.temperature == 0.6  # extra keys ignored
+
+
+def test_inference_uses_the_runs_eval_settings_unless_given():
+    run = LearnerArgs(eval=EvalConfig(temperature=0.6, top_p=0.95, samples=8))
+    assert cascade.Args().with_run_eval(run) == run.eval
+    mine = cascade.Args(eval=EvalConfig(samples=2)).with_run_eval(run)
+    assert (mine.samples, mine.temperature, mine.top_p) == (2, 0.6, 0.95)
+
+
+@pytest.mark.parametrize("spec, parts, tiny", [("tiny", ("tiny",), True), ("tiny:b", ("tiny:b",), True),
+                                               ("smollm2", ("smollm2",), False), ("org/name", ("org/name",), False)])
+def test_model_spec_parses_once(spec, parts, tiny):
+    s = ModelSpec.parse(spec)
+    assert (s.parts, s.tiny, str(s)) == (parts, tiny, spec)
+    assert s.member("b") == ("tiny:b" if spec == "tiny" else spec)
+
+
+@pytest.mark.parametrize("spec, msg", [("/no/such", "'/no/such' is not"), ("a,b,c", "two as"), ("tiny,", "two as"),
+                                       ("./org/name", "is not")])
+def test_model_spec_names_what_is_wrong(spec, msg):
+    with pytest.raises(ValueError, match=msg):
+        ModelSpec.parse(spec)
