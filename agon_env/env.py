@@ -60,7 +60,7 @@ whatever `answer_format` is: a boxed-only answer can be right, but earns no φ).
 - challenger, `"agon"`: 2c(b) + c(b)(1 − c(a)) + λφ(b)   (the conversion bonus)
 - `"cooperative"`: 2c(b) + λφ(b);  `"margin"`: c(b) − c(a) + λφ(b);
   `"zero_sum"`: +1 / −1 / 0 by who out-solved whom.
-- optional: R(b) += λ′·c(b)·c(a)·1[|b| < |a|] (lengths in characters).
+- optional: R(b) += λ′·c(b)·c(a)·1[|b| < |a|] (lengths in characters; not under `zero_sum`, which stays zero-sum).
 
 `infos[agent]` after the episode holds `role`, `problem_id`, `correct`, `formatted`,
 `answer`, `length`, `verdict`, `pass_fraction`, `reward`, `converted` and `winner`.

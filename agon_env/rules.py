@@ -205,7 +205,8 @@ def challenger_reward(
     cooperative: 2c(b) + λφ(b)
     margin:      c(b) − c(a) + λφ(b)
     zero_sum:    +1 if b out-solved a, −1 if a out-solved b, else 0 (no format term)
-    Optional length tiebreak: + λ′·c(b)·c(a)·1[|b| < |a|].
+    Optional length tiebreak: + λ′·c(b)·c(a)·1[|b| < |a|], except under zero_sum, whose
+    pay must stay zero-sum (the drafter gets −R(b)).
     """
     c_a, c_b, phi_b = int(c_a), int(c_b), int(phi_b)
     if scheme == "agon":
@@ -215,7 +216,7 @@ def challenger_reward(
     elif scheme == "margin":
         r = c_b - c_a + format_weight * phi_b
     elif scheme == "zero_sum":
-        r = c_b - c_a
+        return float(c_b - c_a)
     else:
         raise ValueError(f"reward scheme must be one of {REWARD_SCHEMES}, got {scheme!r}")
     return float(r + length_tiebreak * c_b * c_a * (len_b < len_a))
