@@ -9,7 +9,8 @@ from pathlib import Path
 
 
 def markdown_table(rows: list[dict]) -> str:
-    cols = list(rows[0])
+    """Columns: every key of any row, in first-seen order (a cascade row adds conversion / keep)."""
+    cols = list(dict.fromkeys(k for r in rows for k in r))
     fmt = lambda v: f"{v:,.4g}" if isinstance(v, float) else str(v)  # noqa: E731
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(fmt(r.get(c, "")) for c in cols) + " |" for r in rows]

@@ -7,8 +7,8 @@ from baselines.report import final_table, markdown_table, model_rows, trend
 
 
 def test_markdown_table_formats_floats_and_fills_missing_cells():
-    md = markdown_table([{"a": 1.23456, "b": "x"}, {"a": 2}])
-    assert md.splitlines() == ["| a | b |", "|---|---|", "| 1.235 | x |", "| 2 |  |"]
+    md = markdown_table([{"a": 1.23456, "b": "x"}, {"a": 2, "c": 3}])
+    assert md.splitlines() == ["| a | b | c |", "|---|---|---|", "| 1.235 | x |  |", "| 2 |  | 3 |"]
 
 
 def test_trend_compares_first_and_last_quarter():
@@ -28,6 +28,6 @@ def test_final_table_marks_the_chosen_direction_and_writes_both_files(tmp_path):
     s = final_table(tmp_path, "agon_grpo", LearnerArgs(), before, after, "A→B", [], 12.0)
     md = (tmp_path / "summary.md").read_text()
     assert "A→B (chosen on validation)" in md and "20.0 [10.0, 30.0]" in md and "40.0 [30.0, 50.0]" in md
-    assert json.loads((tmp_path / "summary.json").read_text())["direction"] == "A→B"
+    assert "0.20 / 0.60" in md and json.loads((tmp_path / "summary.json").read_text())["direction"] == "A→B"
     assert s["args"]["eval"]["tier"] == "hard"
     assert model_rows(after, "eval/") == {"eval/A": 0.4, "eval/A_len": 5.0, "eval/A→B": 0.5, "eval/A→B_len": 5.0}
