@@ -160,13 +160,7 @@ def load_checkpoint(run_dir: Path, policies: dict, optimizers: dict, schedulers:
     if path is None:
         raise SystemExit(f"error: --resume {str(run_dir)!r} has no checkpoint yet (checkpoint/state.pt)")
     state = torch.load(path, weights_only=False)
-    for k, pol in policies.items():
-        params = pol.parameters()
-        if len(params) != len(state["params"][k]):
-            raise SystemExit(f"error: checkpoint policy {k!r} has {len(state['params'][k])} tensors, model has {len(params)}")
-        with torch.no_grad():
-            for p, saved in zip(params, state["params"][k]):
-                p.copy_(saved)
+    restore_params(policies, state, run_dir)
     for k, o in optimizers.items():
         o.load_state_dict(state["optimizers"][k])
     for k, s in schedulers.items():
@@ -175,6 +169,17 @@ def load_checkpoint(run_dir: Path, policies: dict, optimizers: dict, schedulers:
     np.random.set_state(state["rng"]["numpy"])
     torch.set_rng_state(state["rng"]["torch"])
     return state["step"], state["extra"]
+
+
+def restore_params(policies: dict, state: dict, run_dir) -> None:
+    """Copy a checkpoint's trainable weights into `policies` (keyed as they were saved)."""
+    for k, pol in policies.items():
+        saved, params = state["params"][k], pol.parameters()
+        if len(saved) != len(params):
+            raise SystemExit(f"error: {run_dir}: checkpoint policy {k!r} has {len(saved)} tensors, model has {len(params)}")
+        with torch.no_grad():
+            for p, t in zip(params, saved):
+                p.copy_(t)
 
 
 # ---------------------------------------------------------------- plots

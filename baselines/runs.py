@@ -16,6 +16,7 @@ from agon_env.game import AgonGame
 
 from .config import BaseArgs, LearnerArgs, from_dict, policy_template
 from .policy import ModelSpec, Policy, load_pair, load_policy
+from .runlog import checkpoint_state_path, restore_params
 
 
 def is_run_dir(path: str | Path) -> bool:
@@ -41,8 +42,8 @@ def load_run(run_dir: str | Path, device: str = "auto", backend: str = "auto") -
     """
     run_dir = Path(run_dir)
     cfg = run_config(run_dir)
-    state_path = run_dir / "checkpoint" / "state.pt"
-    if not state_path.exists():
+    state_path = checkpoint_state_path(run_dir)
+    if state_path is None:
         raise SystemExit(f"error: {run_dir} has no checkpoint/state.pt; train with --checkpoint-every set "
                          f"to a divisor of --steps so the final weights are saved")
     state = torch.load(state_path, map_location="cpu", weights_only=False)
@@ -59,13 +60,7 @@ def load_run(run_dir: str | Path, device: str = "auto", backend: str = "auto") -
                           reference=False, lora_rank=cfg["lora_rank"])
         pol.name = "GRPO"
         policies = {"policy": pol}
-    for key, pol in policies.items():
-        saved, params = state["params"][key], pol.parameters()
-        if len(saved) != len(params):
-            raise SystemExit(f"error: {run_dir}: checkpoint policy {key!r} has {len(saved)} tensors, model has {len(params)}")
-        with torch.no_grad():
-            for p, s in zip(params, saved):
-                p.copy_(s)
+    restore_params(policies, state, run_dir)
     return policies if "policy" not in policies else {"GRPO": policies["policy"]}
 
 
