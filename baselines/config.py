@@ -121,9 +121,8 @@ class BaseArgs:
     def check(self) -> None:
         """Fail before any work, naming the option."""
         self.model_spec()
-        for name in ("threads",):
-            if getattr(self, name) < 1:
-                raise SystemExit(f"error: --{name} must be at least 1, got {getattr(self, name)}")
+        if self.threads < 1:
+            raise SystemExit(f"error: --threads must be at least 1, got {self.threads}")
         for name in ("problems", "samples", "max_new_tokens"):
             if getattr(self.eval, name) < 1:
                 raise SystemExit(f"error: --eval.{name.replace('_', '-')} must be at least 1, got {getattr(self.eval, name)}")
