@@ -25,12 +25,13 @@ import tyro
 from agon_env.rules import drafter_seat, game_rates
 
 from .config import LearnerArgs, RewardScheme, SummaryMode, policy_template
+from .diagnostics import group_stats
 from .evaluate import choose_direction, evaluate_pair
 from .grpo_loss import group_advantages
 from .policy import load_pair
 from .rollouts import Rollouts
 from .runlog import plot_series, smooth
-from .training import batch_for_step, finish, resumed, train
+from .training import CURVE_PROBLEMS, batch_for_step, finish, resumed, train
 from .update import grpo_update, make_optimizer
 
 
@@ -80,11 +81,16 @@ def agon_step(step: int, args: Args, game, train_set, policies, opts, scheds) ->
 
 
 def step_metrics(d_name, c_name, played, drafts, answers, r_d, r_c, stats_d, stats_c, lr, step_time) -> dict:
-    """What a step logs: rewards, who won, the challenger's conversion and keep, lengths, the update."""
+    """What a step logs: rewards, who won, the challenger's conversion and keep, lengths, the
+    update, and each role's groups (informative by correctness, or by format alone)."""
     rates = game_rates(played.games)  # win, conversion, keep: over the games as played
     drafter_pass = sum(played.drafter_correct) / len(played.drafter_correct)
     zero_std = lambda r: float((r.std(-1) == 0).float().mean())  # noqa: E731
+    families = [p.metadata.get("family", "") for p in drafts.problems]
+    c_d = drafts.grid(played.drafter_correct).bool()
+    c_c = drafts.grid([g.challenger_info["correct"] for g in played.games]).bool()
     return {
+        **group_stats(r_d, c_d, families, prefix="drafter/"), **group_stats(r_c, c_c, families, prefix="challenger/"),
         "drafter": d_name,
         f"reward/{d_name}_drafter_mean": float(r_d.mean()), f"reward/{d_name}_drafter_std": float(r_d.std()),
         f"reward/{c_name}_challenger_mean": float(r_c.mean()), f"reward/{c_name}_challenger_std": float(r_c.std()),
@@ -112,7 +118,7 @@ def plots(run_path, n_test: int):
                 "drafter reward": ["reward/A_drafter_mean", "reward/B_drafter_mean"],
                 "challenger reward": ["reward/A_challenger_mean", "reward/B_challenger_mean"]}, "Agon rewards"),
             plot_series(run_path / "heldout.png", history, {
-                f"held-out pass@1 (mid-run: first 100 of {n_test})": ["eval/A", "eval/B", "eval/A→B", "eval/B→A"],
+                f"held-out pass@1 (first {min(CURVE_PROBLEMS, n_test)} of {n_test} problems)": ["eval/A", "eval/B", "eval/A→B", "eval/B→A"],
                 "length (tokens)": ["length/drafter", "length/challenger"]}, "Held-out pass@1 and length"),
         ]
     return draw
@@ -128,7 +134,7 @@ def main(args: Args) -> dict:
     args.seed_everything()
     train_set = args.load("train", args.train_tiers)
     val = args.load("validation", args.eval.tier, args.eval.problems)
-    test = args.load("test", args.eval.tier, args.eval.problems)
+    test = args.load(args.eval.split, args.eval.tier, args.eval.problems)
     a, b = load_pair(args.model_spec(), lora_rank=args.lora_rank, device=args.device, backend=args.backend,
                      seed=args.seed, reference=args.beta > 0)
     game = args.game(train_set[0].domain, policy_template([a, b]), args.reward, args.format_weight,
@@ -139,7 +145,7 @@ def main(args: Args) -> dict:
         opts[k], scheds[k] = make_optimizer(pol, args)
 
     def evaluate(problems, cfg):
-        return evaluate_pair(a, b, problems, game, cfg, args.eval_seed())
+        return evaluate_pair(a, b, problems, game, cfg, args.eval_seed(), args.progress)
 
     run, before = train(
         args, "agon_grpo", args.run_name or f"agon_grpo-{args.reward}-s{args.seed}-{time.strftime('%Y%m%d-%H%M%S')}",

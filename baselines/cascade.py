@@ -4,6 +4,7 @@ the draft's summary (thinking dropped, answer withheld), as the paper runs Agon 
     python -m baselines.cascade --model runs/agon_grpo-agon-s0-...   # a run dir saved by agon_grpo
     python -m baselines.cascade --model tiny                          # the shipped (untrained) tiny pair
     python -m baselines.cascade --model PATH_A,PATH_B --template compact
+    python -m baselines.cascade --model runs/grpo-a,runs/grpo-b       # two grpo runs: a GRPO-trained pair
 
 Both directions (A→B, B→A) run on the validation split and the better one is chosen
 there; only then is the test split evaluated: each model alone (the paper's checklist) and
@@ -38,10 +39,19 @@ class Args(InferenceArgs):
     """Cascade evaluation of a pair, direction chosen on validation, reported on test."""
 
     model: str = "tiny"
-    """an agon_grpo run directory, 'tiny', 'A_PATH,B_PATH', or one base model (two fresh LoRA adapters)"""
+    """an agon_grpo run directory, two grpo run directories 'RUN_A,RUN_B', 'tiny', 'A_PATH,B_PATH', or one base
+    model (two fresh LoRA adapters)"""
 
 
 # ---------------------------------------------------------------- the protocol
+def choose_on_validation(a: Policy, b: Policy, validation: list[Problem], game: AgonGame, cfg: EvalConfig,
+                         seed: int) -> tuple[str, list[dict]]:
+    """The better cascade direction on `validation` (sampled pass@1), and the two cascade rows."""
+    val_rows = [evaluate_cascade(a, b, validation, game, replace(cfg, greedy=False), seed),
+                evaluate_cascade(b, a, validation, game, replace(cfg, greedy=False), seed)]
+    return choose_direction(val_rows), val_rows
+
+
 def cascade_report(a: Policy, b: Policy, validation: list[Problem], test: list[Problem], game: AgonGame,
                    cfg: EvalConfig, seed: int) -> dict:
     """Choose the direction on `validation` (both cascades), then evaluate everything on `test`.
@@ -49,9 +59,7 @@ def cascade_report(a: Policy, b: Policy, validation: list[Problem], test: list[P
     Returns {'direction', 'validation': the two cascade rows, 'test': A, B, A→B, B→A rows,
     'chosen': the test row of the chosen direction}. The test rows play no part in the choice.
     """
-    val_rows = [evaluate_cascade(a, b, validation, game, replace(cfg, greedy=False), seed),
-                evaluate_cascade(b, a, validation, game, replace(cfg, greedy=False), seed)]
-    direction = choose_direction(val_rows)
+    direction, val_rows = choose_on_validation(a, b, validation, game, cfg, seed)
     test_rows = evaluate_pair(a, b, test, game, cfg, seed)
     chosen = next(r for r in test_rows if r["method"] == direction)
     return {"direction": direction, "validation": val_rows, "test": test_rows, "chosen": chosen}

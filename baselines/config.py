@@ -34,6 +34,8 @@ RewardScheme = Literal[REWARD_SCHEMES]
 SummaryMode = Literal[SUMMARY_MODES]
 LossType = Literal[LOSS_TYPES]
 Device = Literal["auto", "cpu", "cuda"]
+LrSchedule = Literal["linear", "cosine", "constant"]
+Optimizer = Literal["adamw", "sgd"]
 Backend = Literal["auto", "hf", "vllm"]
 
 
@@ -41,6 +43,8 @@ Backend = Literal["auto", "hf", "vllm"]
 class EvalConfig:
     """How held-out pass@1 is measured."""
 
+    split: Literal["test", "validation"] = "test"
+    """held-out split that is reported ('validation' while choosing settings, so the test split is read once)"""
     tier: str = "hard"
     """difficulty tier of the held-out split ('all' for every tier)"""
     problems: int = 300
@@ -132,18 +136,25 @@ class BaseArgs:
 class LearnerArgs(BaseArgs):
     """Options shared by both learners."""
 
-    train_tiers: str = "medium,hard"
-    """comma-separated difficulty tiers to train on ('all' for every tier)"""
+    train_tiers: str = "hard"
+    """comma-separated difficulty tiers to train on ('all' for every tier); the default trains where it evaluates"""
     sampling: SamplingParams = field(default_factory=SamplingParams)
     """how training rollouts are sampled (T=1.0 with lr 2e-4 collapsed tiny models)"""
     steps: int = 150
     """optimizer steps"""
-    problems_per_step: int = 4
-    """problems per optimizer step (each gets a whole group)"""
-    lr: float = 5e-5
-    """peak learning rate (linear warm-up, then linear decay to 0)"""
-    warmup_frac: float = 0.1
+    problems_per_step: int = 16
+    """problems per optimizer step (each gets a whole group; fewer left the tiny pair's GRPO gradient mostly noise)"""
+    lr: float = 1e-4
+    """peak learning rate (reached after the linear warm-up)"""
+    lr_schedule: LrSchedule = "constant"
+    """after warm-up: 'linear' decay or 'cosine' decay to lr · lr_floor, or 'constant'"""
+    lr_floor: float = 0.0
+    """final learning rate as a fraction of the peak, for 'linear' and 'cosine'"""
+    warmup_frac: float = 0.05
     """fraction of steps spent warming up"""
+    optimizer: Optimizer = "adamw"
+    """'adamw' (β = 0.9, 0.999; no weight decay) or 'sgd' (momentum 0.9: steps scale with the gradient,
+    which Adam's normalisation does not)"""
     max_grad_norm: float = 1.0
     """gradient clipping norm"""
     loss_type: LossType = "grpo"
@@ -155,11 +166,13 @@ class LearnerArgs(BaseArgs):
     eps_high: float = 0.2
     """upper clip of the importance ratio: 1 + eps_high (DAPO uses 0.28)"""
     beta: float = 0.0
-    """KL weight to the reference (the LoRA-disabled base, or a frozen copy of a full model)"""
+    """KL weight to the starting model (the LoRA-disabled base, or a frozen copy of a full model such as the tiny pair)"""
+    tempered_logprobs: bool = False
+    """score the update under the sampling distribution, logits / temperature, as TRL does (default: raw logits)"""
     lora_rank: int = 16
     """LoRA rank for HF models (the tiny pair is trained fully)"""
     format_weight: float = 0.5
-    """λ, the format term's weight in every reward"""
+    """λ, the format term's weight in every reward (0: correctness only, so no group's spread comes from format alone)"""
     eval_every: int = 50
     """steps between held-out evaluations on a 100-problem slice (0: only before and after)"""
     run_name: str = ""
@@ -183,6 +196,12 @@ class LearnerArgs(BaseArgs):
             raise SystemExit(f"error: --sampling.max-new-tokens must be at least 1, got {self.sampling.max_new_tokens}")
         if self.sampling.greedy:
             raise SystemExit("error: --sampling.greedy: training needs sampled rollouts")
+        if not 0.0 <= self.lr_floor <= 1.0:
+            raise SystemExit(f"error: --lr-floor is a fraction of --lr, in [0, 1], got {self.lr_floor}")
+        if self.lr <= 0:
+            raise SystemExit(f"error: --lr must be positive, got {self.lr}")
+        if self.tempered_logprobs and self.sampling.temperature <= 0:
+            raise SystemExit("error: --tempered-logprobs needs --sampling.temperature > 0")
         if self.resume and not Path(self.resume).is_dir():
             raise SystemExit(f"error: --resume {self.resume!r} is not a run directory")
 

@@ -3,8 +3,14 @@
 pass@1 is the mean correctness over `samples` completions per problem at the evaluation
 temperature; its 95% Clopper-Pearson interval treats the problems × samples as Bernoulli
 trials (samples of one problem are correlated, so the interval is slightly optimistic
-when samples > 1). Greedy accuracy is reported beside it. Grading goes through the
-game's own grader (`AgonGame.grade_solo` / `AgonGame.score`).
+when samples > 1). Every row also keeps `per_problem`, each problem's mean correctness in
+problem order, so two evaluations of the same problems compare problem by problem:
+`paired_bootstrap` gives the change with an interval that resamples problems. Greedy
+accuracy is reported beside it. Grading goes through the game's own grader
+(`AgonGame.grade_solo` / `AgonGame.score`).
+
+Problems are sampled in chunks of `CHUNK` (a progress bar ticks per chunk); chunk i draws
+with `chunk_seed(seed, i)`, so a result depends on the seed and the problems alone.
 
 The cascade is the paper's inference: one model drafts, the other reads the draft's
 summary and answers; the answerer is graded. Its direction is chosen on the validation
@@ -15,7 +21,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
 from scipy.stats import beta
+from tqdm import tqdm
 
 from agon_env.game import AgonGame
 from agon_env.rules import game_rates
@@ -24,6 +32,8 @@ from problems.record import Problem
 from .config import EvalConfig
 from .policy import Policy
 from .rollouts import Rollouts
+
+CHUNK = 64  # problems per sampling call: one progress tick, and a bounded batch
 
 
 def clopper_pearson(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
@@ -35,58 +45,110 @@ def clopper_pearson(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
     return lo, hi
 
 
-def summary_row(name: str, correct: list[bool], lengths: list[int], greedy: list[bool] | None, **extra) -> dict:
+def paired_bootstrap(before: Sequence[float], after: Sequence[float], n_boot: int = 10_000, seed: int = 0,
+                     alpha: float = 0.05) -> dict:
+    """Mean per-problem change `after − before`, with a percentile bootstrap interval that
+    resamples problems (both lists in the same problem order).
+
+    Returns {'delta', 'ci_low', 'ci_high', 'n'}; deterministic in `seed`.
+    """
+    if len(before) != len(after) or not before:
+        raise ValueError(f"paired_bootstrap needs two non-empty per-problem lists of equal length, "
+                         f"got {len(before)} before and {len(after)} after")
+    d = np.asarray(after, dtype=float) - np.asarray(before, dtype=float)
+    rng = np.random.default_rng(seed)
+    block = max(1, 2_000_000 // len(d))  # resamples per draw: bounded memory for long pooled lists
+    means = np.concatenate([d[rng.integers(0, len(d), size=(min(block, n_boot - i), len(d)))].mean(axis=1)
+                            for i in range(0, n_boot, block)])
+    lo, hi = np.quantile(means, [alpha / 2, 1 - alpha / 2])
+    return {"delta": float(d.mean()), "ci_low": float(lo), "ci_high": float(hi), "n": len(d)}
+
+
+def summary_row(name: str, correct: list[bool], lengths: list[int], greedy: list[bool] | None,
+                samples: int | None = None, **extra) -> dict:
+    """A result row; with `samples` (completions per problem, problem-major in `correct`) it
+    also carries `per_problem`, each problem's mean correctness."""
     k, n = sum(correct), len(correct)
     lo, hi = clopper_pearson(k, n)
     row = {"method": name, "pass@1": k / max(n, 1), "ci_low": lo, "ci_high": hi, "n": n,
            "mean_length": sum(lengths) / max(len(lengths), 1)}
     if greedy is not None:
         row["greedy"] = sum(greedy) / max(len(greedy), 1)
+    if samples is not None:
+        if samples < 1 or n % samples:
+            raise ValueError(f"summary_row {name!r}: {n} results are not a whole number of groups of {samples} samples")
+        row["per_problem"] = [sum(correct[i:i + samples]) / samples for i in range(0, n, samples)]
     return {**row, **extra}
 
 
-def evaluate_single(policy: Policy, problems: Sequence[Problem], game: AgonGame, cfg: EvalConfig, seed: int) -> dict:
+def chunk_seed(seed: int, chunk: int) -> int:
+    """The sampling seed of problem chunk `chunk`: `seed` itself for the first (an evaluation of
+    up to CHUNK problems draws as one call would), a hash of both for the others."""
+    return seed if chunk == 0 else int(np.random.SeedSequence([seed, chunk]).generate_state(1)[0])
+
+
+def _chunks(problems: Sequence[Problem], desc: str, progress: bool):
+    """(chunk index, its problems) for every chunk of `problems`, with a progress bar over them."""
+    # disable=None: the bar is off where stderr is not a terminal (a job's log, a test)
+    with tqdm(total=len(problems), desc=desc, unit="problem", leave=False, dynamic_ncols=True,
+              disable=None if progress else True) as bar:
+        for i in range(0, len(problems), CHUNK):
+            part = list(problems[i:i + CHUNK])
+            yield i // CHUNK, part
+            bar.update(len(part))
+
+
+def evaluate_single(policy: Policy, problems: Sequence[Problem], game: AgonGame, cfg: EvalConfig, seed: int,
+                    progress: bool = True) -> dict:
     """pass@1 of one model from the plain (drafter) prompt."""
-    prompts = game.drafter_prompts(problems)
-    gens = Rollouts.sample(policy, problems, prompts, cfg.samples, cfg.params(), seed)
-    _, verdicts = game.grade_solo(gens.each_problem, gens.texts)
-    greedy = None
+    correct, lengths, greedy = [], [], [] if cfg.greedy else None
+    for i, part in _chunks(problems, f"eval {policy.name}", progress):
+        gens = Rollouts.sample(policy, part, game.drafter_prompts(part), cfg.samples, cfg.params(), chunk_seed(seed, i))
+        correct += [v.correct for v in game.grade_solo(gens.each_problem, gens.texts)[1]]
+        lengths += [len(g.completion_ids) for g in gens.gens]
     if cfg.greedy:
-        g1 = [gs[0].text for gs in policy.generate(prompts, 1, cfg.params(greedy=True), seed=seed)]
-        greedy = [v.correct for v in game.grade_solo(problems, g1)[1]]
-    return summary_row(policy.name, [v.correct for v in verdicts], [len(g.completion_ids) for g in gens.gens], greedy)
+        for i, part in _chunks(problems, f"eval {policy.name} (greedy)", progress):
+            g1 = [gs[0].text for gs in policy.generate(game.drafter_prompts(part), 1, cfg.params(greedy=True),
+                                                       seed=chunk_seed(seed, i))]
+            greedy += [v.correct for v in game.grade_solo(part, g1)[1]]
+    return summary_row(policy.name, correct, lengths, greedy, samples=cfg.samples)
 
 
 def evaluate_cascade(drafter: Policy, answerer: Policy, problems: Sequence[Problem], game: AgonGame,
-                     cfg: EvalConfig, seed: int) -> dict:
+                     cfg: EvalConfig, seed: int, progress: bool = True) -> dict:
     """pass@1 of `answerer` after reading `drafter`'s draft summary (one draft per answer).
 
     Also reports the drafter's own accuracy on those drafts, and the conversion rate
     (answer right where the draft was wrong) and keep rate (right where the draft was right).
     """
-    def run(params, n):
-        drafts = Rollouts.sample(drafter, problems, game.drafter_prompts(problems), n, params, seed)
-        reps = drafts.each_problem
-        answers = Rollouts.sample(answerer, reps, game.challenger_prompts(reps, drafts.texts), 1, params, seed + 1)
-        return answers, game.score(reps, drafts.texts, answers.texts)
+    name = f"{drafter.name}→{answerer.name}"
 
-    answers, results = run(cfg.params(), cfg.samples)
+    def run(params, n, desc):
+        lengths, results = [], []
+        for i, part in _chunks(problems, desc, progress):
+            drafts = Rollouts.sample(drafter, part, game.drafter_prompts(part), n, params, chunk_seed(seed, i))
+            reps = drafts.each_problem
+            answers = Rollouts.sample(answerer, reps, game.challenger_prompts(reps, drafts.texts), 1, params,
+                                      chunk_seed(seed + 1, i))
+            lengths += [len(a.completion_ids) for a in answers.gens]
+            results += game.score(reps, drafts.texts, answers.texts)
+        return lengths, results
+
+    lengths, results = run(cfg.params(), cfg.samples, f"eval {name}")
     rates = game_rates(results)
     greedy = None
     if cfg.greedy:
-        greedy = [r.challenger_info["correct"] for r in run(cfg.params(greedy=True), 1)[1]]
-    return summary_row(
-        f"{drafter.name}→{answerer.name}", [r.challenger_info["correct"] for r in results],
-        [len(a.completion_ids) for a in answers.gens], greedy,
-        drafter_pass=rates["drafter_pass"], conversion=rates["conversion"], keep=rates["keep"],
-    )
+        greedy = [r.challenger_info["correct"] for r in run(cfg.params(greedy=True), 1, f"eval {name} (greedy)")[1]]
+    return summary_row(name, [r.challenger_info["correct"] for r in results], lengths, greedy, samples=cfg.samples,
+                       drafter_pass=rates["drafter_pass"], conversion=rates["conversion"], keep=rates["keep"])
 
 
 def evaluate_pair(a: Policy, b: Policy, problems: Sequence[Problem], game: AgonGame, cfg: EvalConfig,
-                  seed: int) -> list[dict]:
+                  seed: int, progress: bool = True) -> list[dict]:
     """Rows for A alone, B alone, cascade A→B and cascade B→A (the paper's checklist)."""
-    return [evaluate_single(a, problems, game, cfg, seed), evaluate_single(b, problems, game, cfg, seed),
-            evaluate_cascade(a, b, problems, game, cfg, seed), evaluate_cascade(b, a, problems, game, cfg, seed)]
+    return [evaluate_single(a, problems, game, cfg, seed, progress), evaluate_single(b, problems, game, cfg, seed, progress),
+            evaluate_cascade(a, b, problems, game, cfg, seed, progress),
+            evaluate_cascade(b, a, problems, game, cfg, seed, progress)]
 
 
 def choose_direction(validation_rows: list[dict]) -> str:

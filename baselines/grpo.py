@@ -8,7 +8,9 @@ plain prompt; `agon_env` grades each with no rival and pays the drafter's reward
 2c + λφ; advantages are normalised within the group; one clipped policy-gradient step.
 `--rollouts-per-problem 16` (the default) gives the compute parity the paper uses: Agon
 spends N = 8 drafts plus 8 answers per problem. `--dynamic-sampling` drops groups whose
-answers are all right or all wrong (they carry no advantage) instead of resampling.
+rewards are all equal (they carry no advantage) and, as DAPO does, refills the batch with
+fresh problems for up to `--refill-rounds` more draws; every rollout sampled is counted
+in the `rollouts` metric, so the extra compute stays visible.
 """
 
 from __future__ import annotations
@@ -17,15 +19,17 @@ import time
 from dataclasses import dataclass
 from typing import Literal
 
+import torch
 import tyro
 
 from .config import LearnerArgs, policy_template
+from .diagnostics import group_stats
 from .evaluate import evaluate_single
 from .grpo_loss import group_advantages
 from .policy import load_policy
 from .rollouts import Rollouts
 from .runlog import plot_series
-from .training import batch_for_step, finish, resumed, train
+from .training import CURVE_PROBLEMS, batch_for_step, finish, resumed, train
 from .update import grpo_update, make_optimizer
 
 
@@ -36,35 +40,48 @@ class Args(LearnerArgs):
     rollouts_per_problem: int = 16
     """G: completions per problem per step (16 = Agon's 2N at N=8, for compute parity)"""
     dynamic_sampling: bool = False
-    """drop groups whose rewards are all equal (all right or all wrong) before the update"""
+    """drop groups whose rewards are all equal (all right or all wrong) before the update, refilling (below)"""
+    refill_rounds: int = 3
+    """with --dynamic-sampling: extra draws of fresh problems until --problems-per-step groups are informative (0: drop only)"""
     policy: Literal["a", "b"] = "a"
     """which model of a pair spec to train ('tiny' → 'tiny:a' or 'tiny:b')"""
 
 
 def grpo_step(step: int, args: Args, game, train_set, policy, opt, sched) -> dict:
     t0 = time.perf_counter()
-    problems = batch_for_step(train_set, step, args.problems_per_step, args.seed)
-    G = args.rollouts_per_problem
-    gens = Rollouts.sample(policy, problems, game.drafter_prompts(problems), G, args.sampling,
-                           args.seed * 1_000_003 + step)
-    rewards, verdicts = game.grade_solo(gens.each_problem, gens.texts)
-    r = gens.grid(rewards)
-    adv = group_advantages(r, args.scale_std).flatten()
-    informative = r.std(-1) > 0
-    stats = {"loss": 0.0, "clip_frac": 0.0, "kl": 0.0, "grad_norm": 0.0}
-    update = gens.gens
+    G, seed = args.rollouts_per_problem, args.seed * 1_000_003 + step
+
+    def draw(k: int):
+        """Draw k of this step: the step's problems (k = 0) or a refill, each group graded."""
+        problems = batch_for_step(train_set, step, args.problems_per_step, args.seed + 7919 * k)
+        gens = Rollouts.sample(policy, problems, game.drafter_prompts(problems), G, args.sampling,
+                               seed + 500_000_003 * k)  # k = 0: the seed a plain step uses
+        rewards, verdicts = game.grade_solo(gens.each_problem, gens.texts)
+        return gens, gens.grid(rewards), gens.grid([v.correct for v in verdicts]).bool()
+
+    gens, r, correct = draw(0)
+    informative = r.amax(-1) > r.amin(-1)  # exact, unlike std > 0 under float noise
+    update, adv, rounds = gens.gens, group_advantages(r, args.scale_std).flatten(), 0
     if args.dynamic_sampling:
-        keep = informative.repeat_interleave(G).nonzero().flatten().tolist()
-        update, adv = [update[i] for i in keep], adv[keep]
+        groups = [(gens.gens[i * G:(i + 1) * G], row) for i, row in enumerate(r) if informative[i]]
+        while len(groups) < args.problems_per_step and rounds < args.refill_rounds:
+            rounds += 1
+            more, r_more, _ = draw(rounds)
+            groups += [(more.gens[i * G:(i + 1) * G], row) for i, row in enumerate(r_more) if row.amax() > row.amin()]
+        groups = groups[:args.problems_per_step]
+        update = [g for gs, _ in groups for g in gs]
+        adv = group_advantages(torch.stack([row for _, row in groups]), args.scale_std).flatten() if groups else adv[:0]
+    stats = {"loss": 0.0, "clip_frac": 0.0, "kl": 0.0, "grad_norm": 0.0}
     if update:
         stats = grpo_update(policy, opt, sched, update, adv, args)
     else:
         sched.step()  # nothing informative this step; keep the schedule on the step count
+    families = [p.metadata.get("family", "") for p in gens.problems]
     return {
-        "reward/mean": float(r.mean()), "reward/std": float(r.std()),
-        "pass": sum(v.correct for v in verdicts) / len(verdicts),
+        "reward/mean": float(r.mean()), "reward/std": float(r.std()), "pass": float(correct.float().mean()),
         "length": sum(len(g.completion_ids) for g in update) / max(len(update), 1),
-        "zero_std": float((~informative).float().mean()), "lr": sched.get_last_lr()[0],
+        "zero_std": float((~informative).float().mean()), **group_stats(r, correct, families),
+        "rollouts": (rounds + 1) * len(gens), "groups/updated": len(update) // G, "lr": sched.get_last_lr()[0],
         **{k: stats[k] for k in ("loss", "clip_frac", "kl", "grad_norm")}, "step_time": time.perf_counter() - t0,
     }
 
@@ -73,9 +90,11 @@ def main(args: Args) -> dict:
     t_start = time.perf_counter()
     args = resumed(args)
     args.validate("rollouts-per-problem", args.rollouts_per_problem)
+    if args.refill_rounds < 0:
+        raise SystemExit(f"error: --refill-rounds must be at least 0, got {args.refill_rounds}")
     args.seed_everything()
     train_set = args.load("train", args.train_tiers)
-    test = args.load("test", args.eval.tier, args.eval.problems)
+    test = args.load(args.eval.split, args.eval.tier, args.eval.problems)
     spec = args.model_spec()
     policy = load_policy(spec.member(args.policy), device=args.device, backend=args.backend, seed=args.seed,
                          reference=args.beta > 0, lora_rank=args.lora_rank)
@@ -84,7 +103,7 @@ def main(args: Args) -> dict:
     opt, sched = make_optimizer(policy, args)
 
     def evaluate(problems, cfg):
-        return [evaluate_single(policy, problems, game, cfg, args.eval_seed())]
+        return [evaluate_single(policy, problems, game, cfg, args.eval_seed(), args.progress)]
 
     run, before = train(
         args, "grpo", args.run_name or f"grpo-s{args.seed}-{time.strftime('%Y%m%d-%H%M%S')}",
@@ -95,7 +114,7 @@ def main(args: Args) -> dict:
 
     def plot(history):
         return [plot_series(run.path / "training.png", history, {
-            "reward": ["reward/mean"], f"held-out pass@1 (mid-run: first 100 of {len(test)})": ["eval/GRPO"],
+            "reward": ["reward/mean"], f"held-out pass@1 (first {min(CURVE_PROBLEMS, len(test))} of {len(test)} problems)": ["eval/GRPO"],
             "length (tokens)": ["length"]}, "GRPO")]
     return finish(run, "grpo", args, before, after, None, plot, t_start)
 

@@ -64,18 +64,41 @@ def load_run(run_dir: str | Path, device: str = "auto", backend: str = "auto") -
     return policies if "policy" not in policies else {"GRPO": policies["policy"]}
 
 
+def run_pair_dirs(model: str) -> tuple[str, str] | None:
+    """The two run directories of a `RUN_A,RUN_B` model value, or None if it is not two runs."""
+    parts = tuple(p.strip() for p in model.split(","))
+    return parts if len(parts) == 2 and all(is_run_dir(p) for p in parts) else None
+
+
+def load_run_pair(run_a: str | Path, run_b: str | Path, device: str = "auto", backend: str = "auto") -> dict[str, Policy]:
+    """Two single-model (grpo) runs as a pair {'A': run_a's model, 'B': run_b's}, so two separately
+    trained models can run as a cascade."""
+    pair = {}
+    for name, run_dir in (("A", run_a), ("B", run_b)):
+        policies = load_run(run_dir, device, backend)
+        if set(policies) != {"GRPO"}:
+            raise SystemExit(f"error: {run_dir} is a pair run; a pair of runs takes two single-model (grpo) runs")
+        pair[name] = policies["GRPO"]
+        pair[name].name = name
+    return pair
+
+
 def load_models(args: BaseArgs) -> tuple[dict[str, Policy], AgonGame, LearnerArgs]:
-    """(policies, game, the run's options) for `args.model`: a run directory or a pair spec.
+    """(policies, game, the run's options) for `args.model`: a run directory, two grpo run
+    directories `RUN_A,RUN_B` (the first one's options), or a pair spec.
 
     A run's game keeps its template, reward and summary channel, so a cascade reads drafts
     exactly as the challenger did in training; `args.template` overrides the template.
     """
-    if is_run_dir(args.model):
-        run = run_args(args.model)
+    pair_dirs = run_pair_dirs(args.model)
+    if is_run_dir(args.model) or pair_dirs:
+        first = pair_dirs[0] if pair_dirs else args.model
+        run = run_args(first)
         if args.template != "auto":
             run = replace(run, template=args.template)
-        policies = load_run(args.model, args.device, args.backend)
-        cfg = run_config(args.model)
+        policies = (load_run_pair(*pair_dirs, args.device, args.backend) if pair_dirs
+                    else load_run(args.model, args.device, args.backend))
+        cfg = run_config(first)
         game = run.game(model_template=policy_template(policies), reward=cfg.get("reward", "agon"),
                         format_weight=run.format_weight, summary=cfg.get("summary", "paper"),
                         length_tiebreak=cfg.get("length_tiebreak", 0.0))

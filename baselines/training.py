@@ -4,6 +4,10 @@ A learner file defines its step (sample, grade, update: the method) and hands it
 `train`, which evaluates before training (or resumes from the last checkpoint), runs the
 steps with mid-run evaluations and checkpoints, and `finish`, which evaluates after
 training and writes the table and plots.
+
+The held-out curve `eval/<method>` is over the first `CURVE_PROBLEMS` test problems at every
+point: mid-run evaluations sample just those, and the before/after points are read off the
+full evaluations' per-problem results, whose whole-set pass@1 is logged as `eval_full/<method>`.
 """
 
 from __future__ import annotations
@@ -20,10 +24,18 @@ from problems.record import Problem
 
 from .config import EvalConfig, LearnerArgs, from_dict
 from .policy import Policy
-from .report import final_table, model_rows
+from .report import final_table, model_rows, slice_rows
 from .runlog import RunDir, load_checkpoint, load_config, save_checkpoint
 
 Evaluate = Callable[[Sequence[Problem], EvalConfig], list[dict]]
+CURVE_PROBLEMS = 100  # held-out problems behind every point of the curve (`--eval-every` evaluates these)
+
+
+def endpoint_metrics(rows: list[dict]) -> dict[str, float]:
+    """A full evaluation's metrics: `eval_full/*` over all its problems, the curve's `eval/*` over
+    the first CURVE_PROBLEMS of them (the mid-run evaluations' problems)."""
+    k = min(CURVE_PROBLEMS, len(rows[0]["per_problem"]))
+    return {**model_rows(rows, "eval_full/"), **slice_rows(rows, k, "eval/")}
 
 
 def batch_for_step(problems: Sequence[Problem], step: int, per_step: int, seed: int) -> list[Problem]:
@@ -59,13 +71,13 @@ def train(args: LearnerArgs, learner: str, name: str, models: dict[str, Policy],
         print(f"resumed {run.path} at step {start}")
     else:
         start, before = 0, evaluate(test, args.eval)
-        run.log(0, model_rows(before, "eval/"))
+        run.log(0, endpoint_metrics(before))
 
     bar = trange(start, args.steps, desc=learner, disable=not args.progress, dynamic_ncols=True)
     for s in bar:
         m = step(s)
         if args.eval_every and (s + 1) % args.eval_every == 0 and s + 1 < args.steps:
-            m.update(model_rows(evaluate(test[:100], replace(args.eval, greedy=False)), "eval/"))
+            m.update(model_rows(evaluate(test[:CURVE_PROBLEMS], replace(args.eval, greedy=False)), "eval/"))
         run.log(s, m)
         bar.set_postfix(postfix(m))
         if args.checkpoint_every and (s + 1) % args.checkpoint_every == 0:
@@ -76,7 +88,7 @@ def train(args: LearnerArgs, learner: str, name: str, models: dict[str, Policy],
 def finish(run: RunDir, learner: str, args: LearnerArgs, before: list[dict], after: list[dict], direction: str | None,
            plot: Callable[[list[dict]], list[Path | None]], t_start: float) -> dict:
     """Log the after-training rows, draw the plots, write the summary; returns the summary."""
-    run.log(args.steps, model_rows(after, "eval/"))
+    run.log(args.steps, endpoint_metrics(after))
     history = run.history()
     plots = plot(history)
     summary = final_table(run.path, learner, args, before, after, direction, history, time.perf_counter() - t_start)

@@ -1,7 +1,8 @@
-"""The update both learners make: AdamW with a warm-up/decay schedule, one clipped GRPO step."""
+"""The update both learners make: the optimiser and its schedule, one clipped GRPO step."""
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import torch
@@ -11,12 +12,25 @@ from .grpo_loss import policy_loss
 from .policy import Generation, Policy
 
 
-def make_optimizer(policy: Policy, args: LearnerArgs):
-    opt = torch.optim.AdamW(policy.parameters(), lr=args.lr, weight_decay=0.0)
+def lr_factor(step: int, args: LearnerArgs) -> float:
+    """The learning rate at `step` as a fraction of `--lr`: linear warm-up, then `--lr-schedule`."""
     warm = max(1, int(args.warmup_frac * args.steps))
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: (s + 1) / warm if s < warm else max(0.0, (args.steps - s) / max(1, args.steps - warm)))
-    return opt, sched
+    if step < warm:
+        return (step + 1) / warm
+    if args.lr_schedule == "constant":
+        return 1.0
+    left = (args.steps - step) / max(1, args.steps - warm)  # 1 at the end of warm-up, 1/(steps-warm) at the last step
+    shape = left if args.lr_schedule == "linear" else 0.5 * (1 - math.cos(math.pi * left))
+    shape = max(0.0, shape)
+    return shape if not args.lr_floor else args.lr_floor + (1 - args.lr_floor) * shape
+
+
+def make_optimizer(policy: Policy, args: LearnerArgs):
+    if args.optimizer == "sgd":
+        opt = torch.optim.SGD(policy.parameters(), lr=args.lr, momentum=0.9)
+    else:
+        opt = torch.optim.AdamW(policy.parameters(), lr=args.lr, weight_decay=0.0)
+    return opt, torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, args))
 
 
 def grpo_update(policy: Policy, opt, sched, gens: Sequence[Generation], advantages: torch.Tensor,
@@ -26,11 +40,15 @@ def grpo_update(policy: Policy, opt, sched, gens: Sequence[Generation], advantag
     gens, adv = [gens[i] for i in keep], advantages[keep]
     policy.train()
     pids, cids = [g.prompt_ids for g in gens], [g.completion_ids for g in gens]
-    logp, mask = policy.token_logprobs(pids, cids)
-    old = torch.zeros_like(logp)
-    for i, g in enumerate(gens):
-        old[i, :len(g.logprobs)] = torch.tensor(g.logprobs)
-    ref = policy.reference_logprobs(pids, cids) if args.beta else None
+    temp = args.sampling.temperature if args.tempered_logprobs else 1.0
+    logp, mask = policy.token_logprobs(pids, cids, temperature=temp)
+    if args.tempered_logprobs:  # one update per batch is exactly on-policy: the old policy is this one (TRL's choice too)
+        old = logp.detach()
+    else:
+        old = torch.zeros_like(logp)
+        for i, g in enumerate(gens):
+            old[i, :len(g.logprobs)] = torch.tensor(g.logprobs)
+    ref = policy.reference_logprobs(pids, cids, temperature=temp) if args.beta else None
     ref = ref[0] if isinstance(ref, tuple) else ref
     loss, stats = policy_loss(logp, old.to(logp.device), adv.to(logp.device), mask, args.loss_type, args.eps_low,
                               args.eps_high, ref, args.beta, args.sampling.max_new_tokens)

@@ -2,6 +2,7 @@
 
     python -m benchmarks.replicate            # full run: every method, 3 seeds (about 2 h on 2 CPU cores)
     python -m benchmarks.replicate --quick    # smoke test: every method, 1 seed, a few steps (< 90 s)
+    python -m benchmarks.replicate --methods "GRPO,Agon,GRPO pair cascade"   # a subset
 
 Every method gets the same rollout compute, 2N rollouts per problem per optimizer step, on
 the held-out hard tier, for `--seeds` seeds:
@@ -13,12 +14,19 @@ the held-out hard tier, for `--seeds` seeds:
 - MoA untrained: both untrained models propose, A aggregates (`baselines.moa`);
 - cascade untrained: Agon's pair before training, in the direction Agon chose (so what
   training added to the cascade is Agon minus this row);
+- the GRPO pair cascade, the control the paper lacks: model B trained by plain GRPO too, at
+  the same budget, and the two GRPO models run as a cascade in the direction chosen on the
+  validation split (it separates what competition adds from what cascading adds);
 - shared opponent, cooperative, Agon, and the ablations margin reward and fixed roles
   (`baselines.agon_grpo`), each reported as its cascade in the direction chosen on the
   validation split, per seed; "Agon: drafter alone" is that direction's drafter by itself.
 
 pass@1 pools problems × samples × seeds as Bernoulli trials (95% Clopper-Pearson); the
-per-seed values are listed beside it. Wall time and rollouts are per method, summed over
+per-seed values are listed beside it. A trained row is also compared with the same models
+untrained on the same problems (GRPO with zero-shot, a pair with its cascade before
+training): the change per problem, with a paired bootstrap interval pooled over seeds.
+`--methods` picks a subset (zero-shot and the self rows come with GRPO, the untrained
+cascade with Agon; MoA always runs). Wall time and rollouts are per method, summed over
 seeds, so compute parity is visible. Jobs (one per method and seed) run in `--jobs`
 processes; each writes its learner's run directory and a log under `--runs-dir`.
 Outputs: `benchmarks/results/<name>.{json,md}` and `<name>_pass_at_1.png`.
@@ -37,38 +45,40 @@ as `--learner.*`; these are the flags of `configs/paper_qwen3_0.6b.sh`:
       --learner.problems-per-step 8 --learner.steps 375 --learner.checkpoint-every 25 \\
       --learner.eval-every 50 --learner.device cuda --learner.threads 8
 
-That is 18 training runs (6 trained methods × 3 seeds); at that config's rough 10-20
-GPU-hours per run (its estimate, not a measurement), about 180-360 GPU-hours plus evaluation.
+That is 21 training runs (6 trained methods and the control's model B × 3 seeds); at that
+config's rough 10-20 GPU-hours per run (its estimate, not a measurement), about 210-420
+GPU-hours plus evaluation. With one base model, the control's model B is a second GRPO
+adapter on that base, trained from another seed (the same seed would train an identical one).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import multiprocessing as mp
 import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import tyro
 from tqdm import tqdm
 
-from baselines import agon_grpo, grpo
+from baselines import grpo
 from baselines.config import EvalConfig, LearnerArgs, from_dict, policy_template
-from baselines.policy import SamplingParams
 
-from .replicate_table import TRAINED, report
+from .replicate_jobs import learner_args, run_job, run_rows, slug, warm_imports
+from .replicate_table import GRPO_B, LEARNERS, PAIR_CONTROL, TRAINED, report
 from .report import RESULTS
 
 JOB_OVERHEAD_S = 6.0  # model loading, TensorBoard and plots per job: an assumption, not a measurement
+METHODS = [*TRAINED, PAIR_CONTROL]  # what --methods chooses from
 
 
 def cpu_budget() -> LearnerArgs:
-    """The learners' shared options, sized so the full table takes about 2 h on 2 CPU cores."""
-    return LearnerArgs(steps=100, problems_per_step=2, eval_every=25, threads=1, progress=False,
-                       sampling=SamplingParams(max_new_tokens=80), eval=EvalConfig(samples=2, max_new_tokens=80))
+    """The learners' embedded defaults (the regime where GRPO learns on 2 CPU cores), one thread per job,
+    evaluated on all 600 held-out hard problems."""
+    return LearnerArgs(threads=1, progress=False, eval=EvalConfig(problems=600))
 
 
 @dataclass
@@ -79,6 +89,9 @@ class Args:
     """smoke test for `make test`: 1 seed, 2 steps, 4 problems, 24 tokens (overrides the budget)"""
     seeds: int = 3
     """seeds per method (0, 1, ...)"""
+    methods: str = "all"
+    """comma-separated methods to train and report, from GRPO, shared opponent, cooperative, Agon, margin reward
+    (ablation), fixed roles (ablation) and GRPO pair cascade (it needs GRPO); 'all': every one"""
     group_size: int = 8
     """N (the paper's 8): Agon's drafts per problem per step; every method gets 2N rollouts per problem per step"""
     moa_k: int = 4
@@ -107,112 +120,26 @@ class Args:
                         eval=replace(self.learner.eval, problems=4, samples=1, max_new_tokens=24))
         return replace(self, seeds=1, group_size=2, moa_k=2, jobs=1, name=name, runs_dir=runs, learner=small)
 
+    def selected(self) -> list[str]:
+        """The methods --methods names, in the table's order."""
+        if self.methods.strip() == "all":
+            return list(METHODS)
+        names = [m.strip() for m in self.methods.split(",") if m.strip()]
+        unknown = [m for m in names if m not in METHODS]
+        if unknown or not names:
+            raise SystemExit(f"error: --methods {self.methods!r}: unknown {unknown}; choose from {METHODS} or 'all'")
+        if PAIR_CONTROL in names and "GRPO" not in names:
+            raise SystemExit(f"error: --methods: {PAIR_CONTROL!r} reuses each seed's GRPO run as its model A; add GRPO")
+        return [m for m in METHODS if m in names]
+
     def validate(self) -> None:
+        self.selected()
         for f in ("seeds", "jobs", "moa_k"):
             if getattr(self, f) < 1:
                 raise SystemExit(f"error: --{f.replace('_', '-')} must be at least 1, got {getattr(self, f)}")
         self.learner.validate("group-size", self.group_size)
         if self.learner.resume:
             raise SystemExit("error: --learner.resume is not supported here; every job starts fresh")
-
-
-# ---------------------------------------------------------------- jobs (each runs in a worker process)
-def learner_args(cfg: Args, method: str, seed: int):
-    learner, options = TRAINED[method]
-    # The final checkpoint must hold the trained weights (the self-refinement job reads them back).
-    L = cfg.learner
-    every = L.checkpoint_every if L.checkpoint_every and L.steps % L.checkpoint_every == 0 else L.steps
-    L = replace(L, seed=seed, out_dir=cfg.runs_dir, run_name=f"{learner}-{slug(method)}-s{seed}",
-                checkpoint_every=every, progress=False)
-    shared = {f.name: getattr(L, f.name) for f in fields(LearnerArgs)}
-    if learner == "grpo":  # GRPO trains model A of the pair
-        shared["model"] = str(L.model_spec().parts[0])
-        return grpo.Args(**shared, rollouts_per_problem=2 * cfg.group_size)
-    return agon_grpo.Args(**shared, group_size=cfg.group_size, **options)
-
-
-def slug(method: str) -> str:
-    return method.split(" (")[0].replace(" ", "_")
-
-
-def train_job(cfg: Args, method: str, seed: int, **_) -> dict:
-    """Train one method; its reported rows come from the learner's own evaluations."""
-    args = learner_args(cfg, method, seed)
-    (grpo if TRAINED[method][0] == "grpo" else agon_grpo).main(args)
-    return run_rows(cfg, method, Path(args.out_dir) / args.run_name)
-
-
-def run_rows(cfg: Args, method: str, run_dir: Path) -> dict:
-    """A trained method's rows, curve and compute, read from its learner's run directory."""
-    summary = json.loads((run_dir / "summary.json").read_text())
-    history = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines() if x.strip()]
-    before, after = ({r["method"]: r for r in summary[k]} for k in ("before", "after"))
-    if method == "GRPO":
-        key, direction, rows = "GRPO", None, {"zero-shot": before["GRPO"], "GRPO": after["GRPO"]}
-    else:  # a pair: the cascade in the direction chosen on validation
-        key = direction = summary["direction"]
-        rows = {method: after[direction]}
-        if method == "Agon":
-            rows["Agon: drafter alone"] = after[direction.split("→")[0]]
-            rows["cascade untrained"] = before[direction]
-    curve = [(0, before[key]["pass@1"])] + [(r["step"], r[f"eval/{key}"]) for r in history if f"eval/{key}" in r]
-    return {"rows": rows, "curve": curve, "direction": direction, "run_dir": str(run_dir),
-            "train_rollouts": cfg.learner.steps * cfg.learner.problems_per_step * 2 * cfg.group_size,
-            "train_wall_s": sum(r.get("step_time", 0.0) for r in history)}
-
-
-def self_job(cfg: Args, seed: int, grpo_run: str, **_) -> dict:
-    """Self-refinement and the two-pass self-cascade of seed `seed`'s trained GRPO model."""
-    from baselines.runs import load_run, run_args
-    from baselines.single_model import evaluate_self_cascade, evaluate_self_refine
-
-    common = run_args(grpo_run)
-    common = replace(common, seed=seed)
-    common.seed_everything()
-    policy = load_run(grpo_run, common.device, common.backend)["GRPO"]
-    test = common.load("test", common.eval.tier, common.eval.problems)
-    ecfg = replace(common.eval, greedy=False)
-    game = common.game(model_template=policy_template([policy]), format_weight=common.format_weight)
-    rows, walls = {}, {}
-    for name, evaluate in (("self-refinement", evaluate_self_refine), ("GRPO two-pass self-cascade", evaluate_self_cascade)):
-        t0 = time.perf_counter()
-        rows[name] = evaluate(policy, test, game, ecfg, common.eval_seed())
-        walls[name] = time.perf_counter() - t0
-    return {"rows": rows, "row_wall_s": walls}
-
-
-def moa_job(cfg: Args, seed: int, **_) -> dict:
-    """Untrained MoA on the base pair: both models propose, A aggregates."""
-    from baselines.moa import MoAConfig, evaluate_moa
-    from baselines.policy import load_pair
-
-    common = replace(cfg.learner, seed=seed)
-    common.seed_everything()
-    a, b = load_pair(common.model_spec(), lora_rank=common.lora_rank, device=common.device, backend=common.backend, seed=seed,
-                     reference=False)
-    test = common.load("test", common.eval.tier, common.eval.problems)
-    game = common.game(model_template=policy_template([a, b]), format_weight=common.format_weight)
-    row = evaluate_moa({"A": a, "B": b}, test, game, MoAConfig(k=cfg.moa_k), replace(common.eval, greedy=False),
-                       common.eval_seed())
-    return {"rows": {"MoA untrained": row}}
-
-
-KINDS = {"train": train_job, "self": self_job, "moa": moa_job}
-
-
-def warm_imports() -> None:
-    """Pay a worker's one-off imports up front, so the first job's wall time is comparable."""
-    import matplotlib.pyplot  # noqa: F401
-    from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast  # noqa: F401
-
-
-def run_job(job: dict) -> dict:
-    """Run one job with its output in its own log file; returns its result plus wall time."""
-    t0 = time.perf_counter()
-    Path(job["log"]).parent.mkdir(parents=True, exist_ok=True)
-    with open(job["log"], "w") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
-        result = KINDS[job["kind"]](**job)
-    return {**result, "job": job["id"], "kind": job["kind"], "seed": job["seed"], "wall_s": time.perf_counter() - t0}
 
 
 # ---------------------------------------------------------------- the time estimate
@@ -225,8 +152,10 @@ def job_completions(cfg: Args, job: dict) -> tuple[int, int]:
         return 0, P * S * (cfg.moa_k + 1)
     if job["kind"] == "self":
         return 0, 2 * 2 * P * S
+    if job["kind"] == "pair":  # both cascades on validation; the chosen one on test, trained and untrained
+        return 0, (2 + 1 + 1) * 2 * P * S
     rollouts = L.steps * L.problems_per_step * 2 * cfg.group_size
-    if job["method"] == "GRPO":  # before and after with greedy, plus the periodic slices
+    if job["method"] in ("GRPO", GRPO_B):  # before and after with greedy, plus the periodic slices
         return rollouts, 2 * P * (S + 1) + periodic * K * S
     # both models alone and both cascades (2 stages), before and after; validation cascades; periodic slices
     return rollouts, 2 * 6 * P * (S + 1) + 4 * P * S + periodic * 6 * K * S
@@ -277,58 +206,83 @@ def rebuild(path: Path, results_dir: str) -> tuple[Args, list[dict], float, floa
     data = json.loads(path.read_text())
     raw = data["config"]
     cfg = Args(**{**raw, "from_results": None, "results_dir": results_dir, "learner": from_dict(LearnerArgs, raw["learner"])})
-    methods = {slug(m): m for m in TRAINED}
+    methods = {slug(m): m for m in LEARNERS}
     for res in data["results"]:
         if res["kind"] == "train":
             if not Path(res["run_dir"], "summary.json").exists():
                 raise SystemExit(f"error: {res['run_dir']}/summary.json is missing; rebuilding needs the run directories")
-            res.update(run_rows(cfg, methods[res["job"].rsplit("-s", 1)[0]], Path(res["run_dir"])))
+            method = res.get("method") or methods[res["job"].rsplit("-s", 1)[0]]  # older results name no method
+            res.update(run_rows(cfg, method, Path(res["run_dir"])))
     return cfg, data["results"], data["estimated_s"], data["wall_s"]
 
 
+def job(cfg: Args, kind: str, method: str, seed: int, name: str | None = None, **kw) -> dict:
+    """One job's description: what `run_job` runs, and where its log goes."""
+    jid = f"{name or slug(method)}-s{seed}"
+    return {"id": jid, "kind": kind, "method": method, "seed": seed, "cfg": cfg,
+            "log": str(Path(cfg.runs_dir) / f"{jid}.log"), **kw}
+
+
+def first_jobs(cfg: Args) -> list[dict]:
+    """The jobs that can start at once: training per chosen method (and the control's model B) and MoA,
+    per seed, the GRPO runs first because the follow-up jobs wait on them."""
+    chosen = cfg.selected()
+    learners = [m for m in LEARNERS if m in chosen or (m == GRPO_B and PAIR_CONTROL in chosen)]
+    jobs = [job(cfg, "train", m, s) for s in range(cfg.seeds) for m in learners]
+    jobs += [job(cfg, "moa", "MoA untrained", s, name="moa") for s in range(cfg.seeds)]
+    return sorted(jobs, key=lambda j: j["method"] not in ("GRPO", GRPO_B))
+
+
+def follow_ups(cfg: Args, res: dict, grpo_runs: dict[tuple[str, int], dict]) -> list[dict]:
+    """The jobs a finished one unblocks: seed s's self job once its GRPO run exists, and the control's
+    pair job once its GRPO runs of A and B both do. `grpo_runs` collects the GRPO results so far."""
+    if res["kind"] != "train" or res["method"] not in ("GRPO", GRPO_B):
+        return []
+    s = res["seed"]
+    grpo_runs[res["method"], s] = res
+    out = [job(cfg, "self", "self", s, grpo_run=res["run_dir"])] if res["method"] == "GRPO" else []
+    pair = [grpo_runs.get((m, s)) for m in ("GRPO", GRPO_B)]
+    if PAIR_CONTROL in cfg.selected() and all(pair):
+        out.append(job(cfg, "pair", PAIR_CONTROL, s, grpo_runs=[r["run_dir"] for r in pair],
+                       train_rollouts=sum(r["train_rollouts"] for r in pair),
+                       train_wall_s=sum(r["train_wall_s"] for r in pair)))
+    return out
+
+
 def run_all(cfg: Args) -> tuple[list[dict], float, float]:
-    """Run every job (training, MoA, self-refinement); returns (results, estimated s, wall s)."""
+    """Run every job (training, MoA, self-refinement, the GRPO pair cascade); returns (results, estimated s, wall s)."""
     t_start = time.perf_counter()
-    jobs = [{"id": f"{slug(m)}-s{s}", "kind": "train", "method": m, "seed": s} for s in range(cfg.seeds) for m in TRAINED]
-    jobs += [{"id": f"moa-s{s}", "kind": "moa", "method": "MoA untrained", "seed": s} for s in range(cfg.seeds)]
-    jobs.sort(key=lambda j: j["method"] != "GRPO")  # GRPO first: the self jobs wait on it
-    for j in jobs:
-        j.update(cfg=cfg, log=str(Path(cfg.runs_dir) / f"{j['id']}.log"))
-    self_jobs = {s: {"id": f"self-s{s}", "kind": "self", "method": "self", "seed": s, "cfg": cfg,
-                     "log": str(Path(cfg.runs_dir) / f"self-s{s}.log")} for s in range(cfg.seeds)}
+    jobs, chosen = first_jobs(cfg), cfg.selected()
+    later = [{"kind": "self"}] * ("GRPO" in chosen) + [{"kind": "pair"}] * (PAIR_CONTROL in chosen)
 
     per_rollout, per_completion = calibrate(cfg)
-    counts = [job_completions(cfg, j) for j in jobs + list(self_jobs.values())]
+    counts = [job_completions(cfg, j) for j in jobs + later * cfg.seeds]
     serial = sum(r * per_rollout + e * per_completion + JOB_OVERHEAD_S for r, e in counts)
     estimate = serial / min(cfg.jobs, len(counts))
-    print(f"replicate: {len(counts)} jobs ({len(TRAINED)} trained methods + MoA + self-refinement/self-cascade, "
+    print(f"replicate: {len(counts)} jobs ({', '.join(chosen)}; MoA{'; self-refinement/self-cascade' * ('GRPO' in chosen)}; "
           f"{cfg.seeds} seed(s)) in {cfg.jobs} process(es); measured {1e3 * per_rollout:.1f} ms per training rollout, "
           f"{1e3 * per_completion:.1f} ms per evaluation completion; estimated {estimate / 60:.1f} min", flush=True)
 
-    results, bar = [], tqdm(total=len(counts), desc="replicate", unit="job", dynamic_ncols=True)
+    results, grpo_runs = [], {}
+    bar = tqdm(total=len(counts), desc="replicate", unit="job", dynamic_ncols=True)
 
-    def done(res: dict) -> dict | None:
+    def done(res: dict) -> list[dict]:
         results.append(res)
         bar.update()
         bar.set_postfix_str(f"{res['job']} in {res['wall_s']:.0f}s")
-        if res["kind"] == "train" and "GRPO" in res["rows"]:  # its trained model can now be read back
-            return {**self_jobs[res["seed"]], "grpo_run": res["run_dir"]}
-        return None
+        return follow_ups(cfg, res, grpo_runs)
 
     if cfg.jobs == 1:
         queue = list(jobs)
         while queue:
-            follow = done(run_job(queue.pop(0)))
-            queue += [follow] if follow else []
+            queue += done(run_job(queue.pop(0)))
     else:
         with ProcessPoolExecutor(cfg.jobs, mp_context=mp.get_context("spawn"), initializer=warm_imports) as pool:
             pending = {pool.submit(run_job, j) for j in jobs}
             while pending:
                 finished, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for f in finished:
-                    follow = done(f.result())
-                    if follow:
-                        pending.add(pool.submit(run_job, follow))
+                    pending |= {pool.submit(run_job, j) for j in done(f.result())}
     bar.close()
     return results, estimate, time.perf_counter() - t_start
 

@@ -1,4 +1,5 @@
-"""The replicate table: pooled pass@1 per method, the comparisons it answers, and its plot."""
+"""The replicate table: pooled pass@1 per method, what training changed (paired intervals),
+the comparisons it answers, and its plot."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ from collections import defaultdict
 from dataclasses import asdict
 from pathlib import Path
 
-from baselines.evaluate import clopper_pearson
+from baselines.evaluate import clopper_pearson, paired_bootstrap
+from baselines.report import fmt_delta
 
 from .report import write_report
 
@@ -19,20 +21,63 @@ TRAINED = {
     "margin reward (ablation)": ("agon", {"reward": "margin"}),
     "fixed roles (ablation)": ("agon", {"fixed_roles": True}),
 }
-# Table rows in the paper's order, ablations last.
+# The control the paper lacks: model B trained by plain GRPO too, and the two GRPO models run
+# as a cascade. It separates what competition adds (Agon) from what cascading adds.
+PAIR_CONTROL = "GRPO pair cascade"
+GRPO_B = "GRPO B"  # the control's training job for model B (no row of its own)
+LEARNERS = {**TRAINED, GRPO_B: ("grpo", {"policy": "b"})}
+# Table rows in the paper's order, the control after the untrained cascade, ablations last.
 ORDER = ["zero-shot", "GRPO", "self-refinement", "GRPO two-pass self-cascade", "MoA untrained", "cascade untrained",
-         "shared opponent", "cooperative", "Agon", "Agon: drafter alone", "margin reward (ablation)",
+         PAIR_CONTROL, "shared opponent", "cooperative", "Agon", "Agon: drafter alone", "margin reward (ablation)",
          "fixed roles (ablation)"]
 # Rows read off another method's run, and what their total-wall column says instead.
 DERIVED = {"zero-shot": "in GRPO", "cascade untrained": "in Agon", "Agon: drafter alone": "in Agon"}
+SELF_ROWS = ("self-refinement", "GRPO two-pass self-cascade")  # evaluated on each seed's trained GRPO model
+DELTA = "Δ vs untrained [paired 95% CI]"
 
 
 def pct(x: float) -> str:
     return f"{100 * x:.1f}"
 
 
+def training(res: dict, method: str, grpo_by_seed: dict[int, dict]) -> tuple[int, float, bool]:
+    """(training rollouts, training wall s, whether another job did that training) behind one seed's row."""
+    if method in ("zero-shot", "cascade untrained"):
+        return 0, 0.0, False
+    if method in SELF_ROWS:
+        g = grpo_by_seed[res["seed"]]
+        return g["train_rollouts"], g["train_wall_s"], True
+    if "train_rollouts" in res:  # a training job's own, or the control's two GRPO runs
+        return res["train_rollouts"], res["train_wall_s"], res["kind"] != "train"
+    return 0, 0.0, False
+
+
+def per_problem(runs: list[tuple[dict, dict]]) -> dict[int, list[float]] | None:
+    """Each seed's per-problem results of a method, or None where a row has none (an older run)."""
+    if not all("per_problem" in row for _, row in runs):
+        return None
+    return {res["seed"]: row["per_problem"] for res, row in runs}
+
+
+def untrained_pairs(runs: list[tuple[dict, dict]], method: str) -> list[tuple[list[float], list[float]]] | None:
+    """Per seed: (the same models before training, after), per problem; None if a seed lacks either."""
+    pairs = []
+    for res, row in runs:
+        before = res.get("untrained", {}).get(method)
+        if before is None or "per_problem" not in before or "per_problem" not in row:
+            return None
+        pairs.append((before["per_problem"], row["per_problem"]))
+    return pairs
+
+
+def pooled_delta(pairs: list[tuple[list[float], list[float]]]) -> dict:
+    """One paired bootstrap over every seed's problems (the per-problem changes concatenated)."""
+    return paired_bootstrap([x for b, _ in pairs for x in b], [x for _, a in pairs for x in a])
+
+
 def table(results: list[dict], cfg) -> list[dict]:
-    """One row per method: pooled pass@1 with its interval, per-seed values, length, compute."""
+    """One row per method: pooled pass@1 with its interval, per-seed values, the paired change
+    from the same models untrained, length, compute."""
     by_method: dict[str, list[tuple[dict, dict]]] = defaultdict(list)
     for res in results:
         for method, row in res["rows"].items():
@@ -44,43 +89,60 @@ def table(results: list[dict], cfg) -> list[dict]:
         k = sum(round(r["pass@1"] * r["n"]) for _, r in runs)
         n = sum(r["n"] for _, r in runs)
         lo, hi = clopper_pearson(k, n)
-        trained = "train_rollouts" in runs[0][0] and method not in ("zero-shot", "cascade untrained")
-        inherits = method in ("self-refinement", "GRPO two-pass self-cascade")
-        train_rollouts = sum(res["train_rollouts"] for res, _ in runs) if trained else \
-            sum(grpo_by_seed[res["seed"]]["train_rollouts"] for res, _ in runs) if inherits else 0
-        train_wall = sum(res["train_wall_s"] for res, _ in runs) if trained else \
-            sum(grpo_by_seed[res["seed"]]["train_wall_s"] for res, _ in runs) if inherits else 0.0
+        compute = [training(res, method, grpo_by_seed) for res, _ in runs]
+        train_rollouts, train_wall = sum(c[0] for c in compute), sum(c[1] for c in compute)
+        inherited = compute[0][2]
         eval_wall = sum(res.get("row_wall_s", {}).get(method, res["wall_s"]) for res, _ in runs)
-        calls = runs[0][1].get("calls_per_answer", 2 if "→" in runs[0][1]["method"] or inherits else 1)
+        calls = runs[0][1].get("calls_per_answer", 2 if "→" in runs[0][1]["method"] or method in SELF_ROWS else 1)
+        pairs = untrained_pairs(runs, method)
         rows.append({
             "method": method,
             "pass@1 % [95% CI]": f"{pct(k / max(n, 1))} [{pct(lo)}, {pct(hi)}]",
             "per seed": " / ".join(pct(r["pass@1"]) for _, r in runs),
+            DELTA: fmt_delta(pooled_delta(pairs)) if pairs else "",
+            "Δ per seed": " / ".join(f"{100 * (sum(a) - sum(b)) / len(a):+.1f}" for b, a in pairs) if pairs else "",
             "length (tokens)": f"{sum(r['mean_length'] * r['n'] for _, r in runs) / max(n, 1):.1f}",
             "calls/answer": calls,
-            "rollouts/problem/step": 2 * cfg.group_size if trained or inherits else 0,
+            "rollouts/problem/step": 2 * cfg.group_size if train_rollouts else 0,
             "train rollouts": train_rollouts,
             "train wall (s)": f"{train_wall:.0f}",
-            "total wall (s)": DERIVED[method] if method in DERIVED else f"{eval_wall + (train_wall if inherits else 0):.0f}",
+            "total wall (s)": DERIVED[method] if method in DERIVED else f"{eval_wall + (train_wall if inherited else 0):.0f}",
             "conversion / keep": " / ".join(f"{sum(r[x] for _, r in runs) / len(runs):.2f}" for x in ("conversion", "keep"))
             if "conversion" in runs[0][1] else "",
             "direction (validation)": ", ".join(res["direction"] for res, _ in runs) if runs[0][0].get("direction") else "",
-            "_k": k, "_n": n, "_ci": (lo, hi),
+            "_k": k, "_n": n, "_ci": (lo, hi), "_per_problem": per_problem(runs),
+            "_gain": {res["seed"]: [a - b for b, a in zip(*p)] for (res, _), p in zip(runs, pairs)} if pairs else None,
         })
     return rows
 
 
+def _paired(a: dict[int, list[float]] | None, b: dict[int, list[float]] | None) -> dict | None:
+    """a − b per problem over the seeds both have (same test problems), pooled; None if not comparable."""
+    seeds = sorted(set(a or ()) & set(b or ()))
+    if not seeds or any(len(a[s]) != len(b[s]) for s in seeds):
+        return None
+    return paired_bootstrap([x for s in seeds for x in b[s]], [x for s in seeds for x in a[s]])
+
+
 def comparisons(rows: list[dict]) -> list[str]:
-    """The issue's two questions, and what training added to the cascade, from the pooled numbers."""
+    """The issue's questions from the pooled numbers, each with a paired per-problem interval where
+    both rows carry per-problem results; then whose training added more."""
     by = {r["method"]: r for r in rows}
     out = []
-    for a, b in (("Agon", "GRPO"), ("MoA untrained", "zero-shot"), ("Agon", "zero-shot"), ("GRPO", "zero-shot"),
-                 ("Agon", "cascade untrained")):
+    for a, b in (("Agon", "GRPO"), ("Agon", PAIR_CONTROL), (PAIR_CONTROL, "GRPO"), ("MoA untrained", "zero-shot"),
+                 ("Agon", "zero-shot"), ("GRPO", "zero-shot"), ("Agon", "cascade untrained")):
         if a in by and b in by:
             pa, pb = by[a]["_k"] / by[a]["_n"], by[b]["_k"] / by[b]["_n"]
             overlap = by[a]["_ci"][0] <= by[b]["_ci"][1] and by[b]["_ci"][0] <= by[a]["_ci"][1]
-            out.append(f"{a} − {b}: {100 * (pa - pb):+.1f} points; the 95% intervals "
+            d = _paired(by[a]["_per_problem"], by[b]["_per_problem"])
+            paired = f" paired per-problem 95% CI [{100 * d['ci_low']:+.1f}, {100 * d['ci_high']:+.1f}];" if d else ""
+            out.append(f"{a} − {b}: {100 * (pa - pb):+.1f} points;{paired} the 95% Clopper-Pearson intervals "
                        f"{'overlap' if overlap else 'do not overlap'}.")
+    for a, b in (("Agon", "GRPO"), ("Agon", PAIR_CONTROL)):
+        d = _paired(by[a]["_gain"], by[b]["_gain"]) if a in by and b in by else None
+        if d:
+            out.append(f"What training added, {a} minus {b} (each against its own models untrained, per problem): "
+                       f"{fmt_delta(d)} points (paired 95% CI).")
     return out
 
 
@@ -98,7 +160,7 @@ def plot(results: list[dict], rows: list[dict], path: Path) -> Path:
         if steps:
             ax.plot(steps, [100 * sum(c[s] for c in curves) / len(curves) for s in steps], marker="o", ms=3, label=method)
     for row in rows:
-        style = {"zero-shot": "grey", "MoA untrained": "black", "cascade untrained": "tab:brown"}
+        style = {"zero-shot": "grey", "MoA untrained": "black", "cascade untrained": "tab:brown", PAIR_CONTROL: "tab:purple"}
         if row["method"] in style:
             ax.axhline(100 * row["_k"] / row["_n"], ls="--", lw=1, color=style[row["method"]], label=row["method"])
     ax.set(xlabel="optimizer step", ylabel="held-out pass@1 (%)",
@@ -127,6 +189,13 @@ def report(cfg, results: list[dict], estimate: float, wall: float, command: str,
         "split plays no part in that choice.",
         "Self-refinement and the self-cascade run on the trained GRPO model (its training compute is listed); "
         "zero-shot is GRPO's model before training. Total wall includes each learner's own evaluations.",
+        f"{PAIR_CONTROL}: models A and B each trained by plain GRPO at the same budget, then run as a cascade in the "
+        "direction chosen on validation; its training compute is both runs' (twice GRPO's), its rollouts per problem "
+        "per step are each model's.",
+        f"{DELTA}: the row minus the same models untrained (GRPO: zero-shot; a pair: its cascade before training in "
+        "the same direction; the drafter alone: that model before training), per problem on the same test problems "
+        "and draws seed; one percentile bootstrap over every seed's problems pooled (10,000 resamples). "
+        "Δ per seed: each seed's change alone.",
         *comparisons(rows),
         f"Wall time: estimated {estimate / 60:.1f} min, actual {wall / 60:.1f} min ({cfg.jobs} process(es), "
         f"{L.threads} thread(s) each)" + (", as measured by the run this table was rebuilt from (nothing was "

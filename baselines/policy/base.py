@@ -11,7 +11,8 @@ Log-prob convention: `Generation.logprobs` and `token_logprobs` are the log-soft
 the policy's *raw* logits (temperature 1, no top-p), whatever temperature was sampled at.
 That is the policy's own distribution, the one its gradient moves, so sampling-time and
 update-time numbers agree to float precision (tested within 1e-4). An importance ratio
-against the temperature-scaled sampler is a learner's choice, not this layer's.
+against the temperature-scaled sampler is a learner's choice: `token_logprobs(...,
+temperature=T)` scores under logits / T, as TRL does (`--tempered-logprobs`).
 """
 
 from __future__ import annotations
@@ -66,11 +67,12 @@ class Policy:
         """`n` completions per prompt, indexed [prompt][sample]; the same seed gives the same samples."""
         raise NotImplementedError
 
-    def token_logprobs(self, prompt_ids: list[list[int]], completion_ids: list[list[int]]):
-        """(logp [B, T], mask [B, T]) of each completion token, with gradient, right-padded."""
+    def token_logprobs(self, prompt_ids: list[list[int]], completion_ids: list[list[int]], temperature: float = 1.0):
+        """(logp [B, T], mask [B, T]) of each completion token, with gradient, right-padded;
+        under logits / `temperature` when it is not 1."""
         raise NotImplementedError
 
-    def reference_logprobs(self, prompt_ids: list[list[int]], completion_ids: list[list[int]]):
+    def reference_logprobs(self, prompt_ids: list[list[int]], completion_ids: list[list[int]], temperature: float = 1.0):
         """Same as `token_logprobs` under the frozen reference, without gradient; None if the policy has none."""
         raise NotImplementedError
 

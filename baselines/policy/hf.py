@@ -80,18 +80,18 @@ class HFPolicy(Policy):
             self.model.train(was_training)
         return out
 
-    def token_logprobs(self, prompt_ids, completion_ids):
+    def token_logprobs(self, prompt_ids, completion_ids, temperature: float = 1.0):
         with self._active():
-            return completion_logprobs(self.model, prompt_ids, completion_ids, self.pad)
+            return completion_logprobs(self.model, prompt_ids, completion_ids, self.pad, temperature)
 
     @torch.no_grad()
-    def reference_logprobs(self, prompt_ids, completion_ids):
+    def reference_logprobs(self, prompt_ids, completion_ids, temperature: float = 1.0):
         ref = self._reference()
         if ref is None:
             return None
         module, ctx = ref
         with ctx:
-            return completion_logprobs(module, prompt_ids, completion_ids, self.pad)
+            return completion_logprobs(module, prompt_ids, completion_ids, self.pad, temperature)
 
     def parameters(self):
         return [p for p in self.model.parameters() if p.requires_grad]

@@ -96,8 +96,12 @@ def sample(model, prompt_ids: list[list[int]], params: SamplingParams, eos: set[
     return out
 
 
-def completion_logprobs(model, prompt_ids: list[list[int]], completion_ids: list[list[int]], pad: int):
+def completion_logprobs(model, prompt_ids: list[list[int]], completion_ids: list[list[int]], pad: int,
+                        temperature: float = 1.0):
     """(logp [B, T], mask [B, T]) of completion tokens; prompts left-padded, completions right-padded.
+
+    `temperature` != 1 scores under logits / temperature (TRL's convention: the sampler's
+    distribution at that temperature, without top-p).
 
     That layout is the sampler's, so the two agree to float precision, and only the last
     T+1 positions go through the LM head (a big vocabulary times a long prompt is costly).
@@ -117,6 +121,10 @@ def completion_logprobs(model, prompt_ids: list[list[int]], completion_ids: list
     ids, mask = torch.cat([pids, cids], 1), torch.cat([pmask, cmask], 1)
     pos = (mask.cumsum(-1) - 1).clamp(min=0)
     logits = model(input_ids=ids, attention_mask=mask, position_ids=pos, logits_to_keep=T + 1).logits[:, :-1].float()
+    if temperature != 1.0:
+        if temperature <= 0:
+            raise ValueError(f"token_logprobs temperature must be positive, got {temperature}")
+        logits = logits / temperature
     logp = logits.gather(-1, cids[..., None]).squeeze(-1) - logits.logsumexp(-1)
     m = cmask.to(logp.dtype)
     return logp * m, m

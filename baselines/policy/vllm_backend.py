@@ -170,11 +170,11 @@ class VLLMPolicy(Policy):
                                  lora_request=lora, use_tqdm=False)
         return [to_generations(p, i, o.outputs) for p, i, o in zip(prompts, ids, outs)]
 
-    def token_logprobs(self, prompt_ids, completion_ids):
-        return self.hf.token_logprobs(prompt_ids, completion_ids)
+    def token_logprobs(self, prompt_ids, completion_ids, temperature: float = 1.0):
+        return self.hf.token_logprobs(prompt_ids, completion_ids, temperature)
 
-    def reference_logprobs(self, prompt_ids, completion_ids):
-        return self.hf.reference_logprobs(prompt_ids, completion_ids)
+    def reference_logprobs(self, prompt_ids, completion_ids, temperature: float = 1.0):
+        return self.hf.reference_logprobs(prompt_ids, completion_ids, temperature)
 
     def parameters(self):
         return self.hf.parameters()

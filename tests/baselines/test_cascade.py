@@ -9,7 +9,7 @@ from agon_env.game import AgonGame
 from agon_env.grading import ExactMatchGrader
 from baselines.cascade import cascade_report
 from baselines.config import EvalConfig
-from baselines.runs import load_run
+from baselines.runs import load_run, run_pair_dirs
 from baselines.single_model import evaluate_self_cascade, evaluate_self_refine, refine_game
 from problems.record import Problem
 
@@ -65,6 +65,7 @@ def test_self_refine_shows_the_answer_and_self_cascade_withholds_it():
 
 
 def _fake_run(tmp_path, steps, ckpt_step):
+    tmp_path.mkdir(exist_ok=True)
     (tmp_path / "config.json").write_text(json.dumps({"steps": steps, "model": "tiny", "policy": "a", "seed": 0,
                                                       "lora_rank": 16}))
     (tmp_path / "metrics.jsonl").write_text("")
@@ -82,6 +83,12 @@ def test_load_run_names_a_missing_checkpoint(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"steps": 4}))
     with pytest.raises(SystemExit, match="no checkpoint/state.pt"):
         load_run(tmp_path)
+
+
+def test_two_run_directories_are_a_pair_of_runs(tmp_path):
+    a, b = _fake_run(tmp_path / "a", 4, 4), _fake_run(tmp_path / "b", 4, 4)
+    assert run_pair_dirs(f"{a},{b}") == (str(a), str(b))
+    assert run_pair_dirs(f"{a}") is None and run_pair_dirs(f"{a},{tmp_path}") is None and run_pair_dirs("tiny") is None
 
 
 @pytest.mark.slow

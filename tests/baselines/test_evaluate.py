@@ -1,11 +1,24 @@
-"""Evaluation: Clopper-Pearson, one model's pass@1, a cascade's conversion and keep, the direction choice."""
+"""Evaluation: Clopper-Pearson, the paired bootstrap, one model's pass@1, a cascade's conversion and keep,
+chunked sampling, the direction choice."""
 
+import json
+
+import numpy as np
 import pytest
 
 from agon_env.game import AgonGame
 from agon_env.grading import ExactMatchGrader
 from baselines.config import EvalConfig
-from baselines.evaluate import choose_direction, clopper_pearson, evaluate_cascade, evaluate_single
+from baselines.evaluate import (
+    CHUNK,
+    choose_direction,
+    chunk_seed,
+    clopper_pearson,
+    evaluate_cascade,
+    evaluate_single,
+    paired_bootstrap,
+    summary_row,
+)
 from problems.record import Problem
 
 from .scripted import ScriptedPolicy, ans
@@ -35,3 +48,54 @@ def test_choose_direction_needs_cascade_rows():
     assert choose_direction([{"method": "A→B", "pass@1": 0.2}, {"method": "B→A", "pass@1": 0.3}]) == "B→A"
     with pytest.raises(ValueError, match="cascade rows"):
         choose_direction([{"method": "A", "pass@1": 1.0}])
+
+
+def test_paired_bootstrap_finds_a_known_shift():
+    rng = np.random.default_rng(1)
+    before = rng.random(400).tolist()
+    after = [b + 0.1 + 0.05 * rng.standard_normal() for b in before]
+    d = paired_bootstrap(before, after)
+    assert d["delta"] == pytest.approx(0.1, abs=0.01) and d["n"] == 400
+    assert d["ci_low"] < d["delta"] < d["ci_high"] and 0.09 < d["ci_low"] and d["ci_high"] < 0.11
+
+
+def test_paired_bootstrap_of_identical_lists_is_zero_and_deterministic():
+    xs = [0.0, 0.5, 1.0, 0.25]
+    assert paired_bootstrap(xs, xs) == {"delta": 0.0, "ci_low": 0.0, "ci_high": 0.0, "n": 4}
+    rng = np.random.default_rng(0)
+    a, b = rng.random(50).tolist(), rng.random(50).tolist()
+    assert paired_bootstrap(a, b, n_boot=500, seed=3) == paired_bootstrap(a, b, n_boot=500, seed=3)
+    assert paired_bootstrap(a, b, n_boot=500, seed=3) != paired_bootstrap(a, b, n_boot=500, seed=4)
+
+
+@pytest.mark.parametrize("before,after,msg", [([0.1, 0.2], [0.3], "got 2 before and 1 after"),
+                                              ([], [], "got 0 before and 0 after")])
+def test_paired_bootstrap_names_bad_lengths(before, after, msg):
+    with pytest.raises(ValueError, match=msg):
+        paired_bootstrap(before, after)
+
+
+class SeedRecorder(ScriptedPolicy):
+    """Records each generate call's prompt count and seed."""
+
+    def generate(self, prompts, n=1, params=None, seed=None):
+        self.calls = getattr(self, "calls", []) + [(len(prompts), seed)]
+        return super().generate(prompts, n, params, seed)
+
+
+def test_evaluation_samples_in_seeded_chunks_and_keeps_per_problem_results():
+    game = AgonGame(template="compact", grader=ExactMatchGrader())
+    ps = [Problem(id=str(i), question=f"q{i}", answer="1") for i in range(2 * CHUNK + 2)]
+    pol = SeedRecorder("A", lambda p: ans(1) if p.startswith("Q:q1") else ans(0))  # right on q1, q10-q19, q100-q129
+    row = evaluate_single(pol, ps, game, EvalConfig(samples=3, greedy=False), 5, progress=False)
+    assert pol.calls == [(CHUNK, 5), (CHUNK, chunk_seed(5, 1)), (2, chunk_seed(5, 2))]
+    assert len({chunk_seed(5, i) for i in range(50)} | {chunk_seed(6, i) for i in range(50)}) == 100
+    assert row["per_problem"] == [float(str(i).startswith("1")) for i in range(len(ps))]
+    assert json.loads(json.dumps(row)) == row  # rows go into summary.json and metrics as they are
+    cascade = evaluate_cascade(pol, pol, ps[:3], game, EvalConfig(samples=2, greedy=False), 5, progress=False)
+    assert cascade["per_problem"] == [0.0, 0.0, 0.0] and cascade["n"] == 6  # the answerer reads a draft: "D:..."
+
+
+def test_summary_row_refuses_a_ragged_sample_count():
+    with pytest.raises(ValueError, match="3 results are not a whole number of groups of 2"):
+        summary_row("M", [True, False, True], [1, 1, 1], None, samples=2)

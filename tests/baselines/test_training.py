@@ -1,4 +1,5 @@
-"""The shared run skeleton: the step-indexed data stream, and a resume that matches an uninterrupted run."""
+"""The shared run skeleton: the step-indexed data stream, one set of problems behind the held-out curve,
+and a resume that matches an uninterrupted run."""
 
 import os
 import signal
@@ -8,7 +9,9 @@ import time
 
 import pytest
 
-from baselines.training import batch_for_step
+from baselines.config import EvalConfig, LearnerArgs
+from baselines.evaluate import summary_row
+from baselines.training import CURVE_PROBLEMS, batch_for_step, finish, train
 from problems.record import Problem
 
 from .cli import ROOT, cli, metrics
@@ -20,6 +23,27 @@ def test_batch_for_step_is_a_function_of_the_step():
     assert a == [batch_for_step(ps, s, 3, seed=5) for s in range(5)]
     first_epoch = [p.id for b in a for p in b][:7]
     assert sorted(first_epoch) == sorted(p.id for p in ps)
+
+
+def test_every_point_of_the_held_out_curve_is_over_the_same_problems(tmp_path):
+    """Problems past the curve's slice are all right: the full-set number differs, the curve must not dip."""
+    test = [Problem(id=str(i), question=f"q{i}", answer="1") for i in range(CURVE_PROBLEMS + 50)]
+    seen = []
+
+    def evaluate(problems, cfg):
+        seen.append((len(problems), cfg.greedy))
+        return [summary_row("M", [int(p.id) >= CURVE_PROBLEMS for p in problems], [3] * len(problems), None, samples=1)]
+
+    args = LearnerArgs(steps=4, eval_every=2, checkpoint_every=0, progress=False, out_dir=str(tmp_path), run_name="run",
+                       eval=EvalConfig(problems=len(test), samples=1))
+    run, before = train(args, "fake", "run", {}, {}, {}, lambda s: {"pass": 0.5}, evaluate, test, lambda m: {})
+    finish(run, "fake", args, before, evaluate(test, args.eval), None, lambda h: [], 0.0)
+    history = run.history()
+    curve = [(r["step"], r["eval/M"]) for r in history if "eval/M" in r]
+    assert curve == [(0, 0.0), (1, 0.0), (4, 0.0)]  # step 0, mid-run after step 2, the end
+    assert [(r["step"], r["eval_full/M"]) for r in history if "eval_full/M" in r] == [(0, 50 / 150), (4, 50 / 150)]
+    assert seen == [(150, True), (CURVE_PROBLEMS, False), (150, True)]
+    assert not any(isinstance(v, list) for r in history for v in r.values())  # per-problem lists stay in summary.json
 
 
 @pytest.mark.slow
