@@ -1,8 +1,8 @@
 """The paper's comparison table (Table 3) at our scale, from one command.
 
-    python -m benchmarks.replicate            # full run: every method, 3 seeds (about 2 h on 2 CPU cores)
+    python -m benchmarks.replicate            # full run: every method, 3 seeds (several hours on 2 CPU cores)
     python -m benchmarks.replicate --quick    # smoke test: every method, 1 seed, a few steps (< 90 s)
-    python -m benchmarks.replicate --methods "GRPO,Agon,GRPO pair cascade"   # a subset
+    python -m benchmarks.replicate --methods "GRPO,Agon,GRPO pair cascade"   # a subset (69 min, 2 cores)
 
 Every method gets the same rollout compute, 2N rollouts per problem per optimizer step, on
 the held-out hard tier, for `--seeds` seeds:
@@ -38,12 +38,12 @@ as `--learner.*`; these are the flags of `configs/paper_qwen3_0.6b.sh`:
 
     python -m benchmarks.replicate --group-size 8 --jobs 1 --learner.model Qwen/Qwen3-0.6B \\
       --learner.problems deepmath:/path/to/DeepMath-103K/data --learner.train-tiers all \\
-      --learner.template default --learner.lora-rank 16 --learner.lr 5e-5 \\
+      --learner.template default --learner.lora-rank 16 --learner.lr 5e-5 --learner.lr-schedule linear \\
       --learner.sampling.temperature 0.6 --learner.sampling.top-p 0.95 --learner.sampling.max-new-tokens 8192 \\
       --learner.eval.temperature 0.6 --learner.eval.top-p 0.95 --learner.eval.max-new-tokens 8192 \\
       --learner.eval.samples 4 --learner.eval.problems 300 --learner.eval.tier all \\
       --learner.problems-per-step 8 --learner.steps 375 --learner.checkpoint-every 25 \\
-      --learner.eval-every 50 --learner.device cuda --learner.threads 8
+      --learner.eval-every 50 --learner.warmup-frac 0.1 --learner.device cuda --learner.threads 8
 
 That is 21 training runs (6 trained methods and the control's model B × 3 seeds); at that
 config's rough 10-20 GPU-hours per run (its estimate, not a measurement), about 210-420

@@ -1,6 +1,7 @@
 """What each job of `benchmarks.replicate` runs, in its worker process: a learner's training
 run read back as table rows, self-refinement and the self-cascade on a trained GRPO model,
-the GRPO pair cascade (the control), and untrained MoA."""
+the GRPO pair cascade (the control), and untrained MoA. `cfg` is always a
+`benchmarks.replicate.Args` (not imported here: replicate imports this module)."""
 
 from __future__ import annotations
 
@@ -9,20 +10,16 @@ import json
 import time
 from dataclasses import fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from baselines import agon_grpo, grpo
 from baselines.config import LearnerArgs, policy_template
 
 from .replicate_table import GRPO_B, LEARNERS, PAIR_CONTROL
 
-if TYPE_CHECKING:
-    from .replicate import Args
-
 ONE_BASE_B_SEED = 1000  # seed offset of the control's model B on one base model (A and B start identical there)
 
 
-def learner_args(cfg: Args, method: str, seed: int):
+def learner_args(cfg, method: str, seed: int):
     learner, options = LEARNERS[method]
     # The final checkpoint must hold the trained weights (the self and pair jobs read them back).
     L = cfg.learner
@@ -43,14 +40,14 @@ def slug(method: str) -> str:
     return method.split(" (")[0].replace(" ", "_")
 
 
-def train_job(cfg: Args, method: str, seed: int, **_) -> dict:
+def train_job(cfg, method: str, seed: int, **_) -> dict:
     """Train one method; its reported rows come from the learner's own evaluations."""
     args = learner_args(cfg, method, seed)
     (grpo if LEARNERS[method][0] == "grpo" else agon_grpo).main(args)
     return run_rows(cfg, method, Path(args.out_dir) / args.run_name)
 
 
-def run_rows(cfg: Args, method: str, run_dir: Path) -> dict:
+def run_rows(cfg, method: str, run_dir: Path) -> dict:
     """A trained method's rows, the same models untrained, its curve and compute, read from its
     learner's run directory (the control's model B has no row of its own)."""
     summary = json.loads((run_dir / "summary.json").read_text())
@@ -74,7 +71,7 @@ def run_rows(cfg: Args, method: str, run_dir: Path) -> dict:
             "train_wall_s": sum(r.get("step_time", 0.0) for r in history)}
 
 
-def self_job(cfg: Args, seed: int, grpo_run: str, **_) -> dict:
+def self_job(cfg, seed: int, grpo_run: str, **_) -> dict:
     """Self-refinement and the two-pass self-cascade of seed `seed`'s trained GRPO model."""
     from baselines.runs import load_run, run_args
     from baselines.single_model import evaluate_self_cascade, evaluate_self_refine
@@ -94,7 +91,7 @@ def self_job(cfg: Args, seed: int, grpo_run: str, **_) -> dict:
     return {"rows": rows, "row_wall_s": walls}
 
 
-def pair_job(cfg: Args, seed: int, grpo_runs: list[str], train_rollouts: int, train_wall_s: float, **_) -> dict:
+def pair_job(cfg, seed: int, grpo_runs: list[str], train_rollouts: int, train_wall_s: float, **_) -> dict:
     """The control: seed `seed`'s GRPO-trained models A and B as a cascade, its direction chosen on
     validation, on test beside the same pair untrained in that direction (for the paired change)."""
     from baselines.cascade import choose_on_validation
@@ -119,7 +116,7 @@ def pair_job(cfg: Args, seed: int, grpo_runs: list[str], train_rollouts: int, tr
             "train_rollouts": train_rollouts, "train_wall_s": train_wall_s}
 
 
-def moa_job(cfg: Args, seed: int, **_) -> dict:
+def moa_job(cfg, seed: int, **_) -> dict:
     """Untrained MoA on the base pair: both models propose, A aggregates."""
     from baselines.moa import MoAConfig, evaluate_moa
     from baselines.policy import load_pair

@@ -17,7 +17,7 @@ shift
 LEARNER=${LEARNER:-baselines.agon_grpo}
 python -m "$LEARNER" \
   --model Qwen/Qwen3-0.6B --problems "deepmath:$DATA" --train-tiers all --eval.tier all \
-  --lora-rank 16 --lr 5e-5 --warmup-frac 0.1 \
+  --lora-rank 16 --lr 5e-5 --lr-schedule linear --warmup-frac 0.1 \
   --sampling.temperature 0.6 --sampling.top-p 0.95 --sampling.max-new-tokens 8192 \
   --eval.temperature 0.6 --eval.top-p 0.95 --eval.samples 4 --eval.problems 300 --eval.max-new-tokens 8192 \
   --problems-per-step 8 --steps 375 --template default --backend auto --device cuda \
