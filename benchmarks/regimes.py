@@ -41,6 +41,10 @@ ARMS = {
     "c1e-4_p16": ("16 problems a step", "--lr 1e-4 --lr-schedule constant --problems-per-step 16"),
     "c1e-4_p16g16": ("16 problems × 16 rollouts, half the steps (same rollouts)",
                      "--lr 1e-4 --lr-schedule constant --problems-per-step 16 --rollouts-per-problem 16 --steps 150"),
+    "c1e-4_p16g16_s225": ("16 × 16 for 225 steps: the 10-minute budget filled",
+                          "--lr 1e-4 --lr-schedule constant --problems-per-step 16 --rollouts-per-problem 16 --steps 225"),
+    "c1.5e-4_p16g16": ("16 × 16 × 150 at 1.5× the lr",
+                       "--lr 1.5e-4 --lr-schedule constant --problems-per-step 16 --rollouts-per-problem 16 --steps 150"),
     "c2e-4_p32": ("32 problems, twice the lr, half the steps (same rollouts)",
                   "--lr 2e-4 --lr-schedule constant --problems-per-step 32 --steps 150"),
 }
