@@ -30,6 +30,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
 import tyro
 
@@ -45,9 +46,9 @@ _LORA_KEY = re.compile(r"^base_model\.model\.(?:.+\.)?([^.]+)\.lora_[AB]\.weight
 class Args:
     """Export a trained run's models: LoRA adapters for PEFT and vLLM, or full transformers checkpoints."""
 
-    run: tyro.conf.Positional[str]
+    run: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="RUN_DIR")]
     """a learner's run directory (agon_grpo or grpo) with its final checkpoint"""
-    out: tyro.conf.Positional[str]
+    out: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="OUT")]
     """output directory: one subdirectory per policy, plus export.json"""
     base_name: str | None = None
     """record this as the adapters' base (e.g. 'Qwen/Qwen3-0.6B') instead of the run's local path, so they load elsewhere"""

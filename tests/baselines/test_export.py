@@ -107,8 +107,9 @@ def test_tiny_runs_export_plain_transformers_checkpoints(tmp_path, learner):
         assert entry["format"] == "transformers" and name in ("A", "B", "GRPO")
         path = tmp_path / "out" / entry["path"]
         model = AutoModelForCausalLM.from_pretrained(path)
+        want = pol.tokenizer(COMPLETION, add_special_tokens=False)["input_ids"]
         for tok in (PreTrainedTokenizerFast.from_pretrained(path), AutoTokenizer.from_pretrained(path)):
-            assert tok(COMPLETION, add_special_tokens=False)["input_ids"] == pol.tokenizer(COMPLETION, add_special_tokens=False)["input_ids"]
+            assert tok(COMPLETION, add_special_tokens=False)["input_ids"] == want
             assert tok.decode(tok(COMPLETION)["input_ids"]) == COMPLETION  # the character tokenizer, not a BPE
         ids = _ids(pol)
         torch.testing.assert_close(_logprobs(HFPolicy(model, pol.tokenizer), ids), _logprobs(pol, ids), atol=1e-6, rtol=0)
@@ -131,13 +132,12 @@ def test_smollm2_adapters_round_trip_through_plain_peft(tmp_path):
     print(f"SmolLM2 pair load + export with base: {time.time() - t:.1f}s")
     out = tmp_path / "out"
     assert manifest["base"] == str(out / "base") and manifest["serves_as_is"]
-    ids = {n: (p.encode_prompt("What is 2+3?"), p.tokenizer(" 2+3=5.", add_special_tokens=False)["input_ids"])
-           for n, p in trained.items()}
-    want = {n: _logprobs(p, ([i[0]], [i[1]])) for n, p in trained.items()}
+    ids = ([a.encode_prompt("What is 2+3?")], [a.tokenizer(" 2+3=5.", add_special_tokens=False)["input_ids"]])
+    want = {n: _logprobs(p, ids) for n, p in trained.items()}
     gguf_base, _ = load_hf("smollm2")  # the run's own base, and the exported transformers copy vLLM would serve
     for name, base in (("A", gguf_base), ("B", AutoModelForCausalLM.from_pretrained(out / "base"))):
         check_vllm_adapter(out / name)
         reloaded = PeftModel.from_pretrained(base, out / name)
-        got = _logprobs(HFPolicy(reloaded, trained[name].tokenizer), ([ids[name][0]], [ids[name][1]]))
+        got = _logprobs(HFPolicy(reloaded, a.tokenizer), ids)
         assert (got - want[name]).abs().max().item() < 1e-4, name
     assert (want["A"] - want["B"]).abs().max().item() > 1e-3  # two different adapters, each reloaded as itself
