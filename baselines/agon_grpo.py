@@ -13,6 +13,8 @@ Per optimizer step:
 5. Both policies are updated.
 6. Roles swap: A drafts on even steps, B on odd ones (`--fixed-roles`: A always drafts).
 The learner never computes a summary, a grade or a reward itself: `AgonGame` does.
+
+    torchrun --nproc-per-node 2 -m baselines.agon_grpo --threads 1   # data parallel (baselines/distributed.py)
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 
+import torch
 import tyro
 
 from agon_env.rules import drafter_seat, game_rates
 
+from . import distributed as dist
 from .config import LearnerArgs, RewardScheme, SummaryMode, policy_template
 from .diagnostics import group_stats
 from .evaluate import choose_direction, evaluate_pair
@@ -37,7 +41,8 @@ from .update import grpo_update, make_optimizer
 
 @dataclass
 class Args(LearnerArgs):
-    """Agon two-policy GRPO."""
+    """Agon two-policy GRPO. Launched by `torchrun --nproc-per-node K`, it trains data-parallel on the HF
+    backend: K must divide --problems-per-step, and each problem samples from its own seed."""
 
     group_size: int = 8
     """N: drafts per problem per step; the challenger answers each once, so 2N rollouts per problem"""
@@ -57,16 +62,16 @@ class Args(LearnerArgs):
 def agon_step(step: int, args: Args, game, train_set, policies, opts, scheds) -> dict:
     t0 = time.perf_counter()
     d_name, c_name = ("A", "B") if drafter_seat(step, args.fixed_roles) == 0 else ("B", "A")
-    problems = batch_for_step(train_set, step, args.problems_per_step, args.seed)
+    problems, index = dist.shard(batch_for_step(train_set, step, args.problems_per_step, args.seed))
     seed = 2 * (args.seed * 1_000_003 + step)  # drafter seed, challenger seed + 1: no reuse across steps
     N = args.group_size
 
     # 1-2. N drafts per problem; one answer per draft, from the summary of the draft it reads
-    drafts = Rollouts.sample(policies[d_name], problems, game.drafter_prompts(problems), N, args.sampling, seed)
+    drafts = Rollouts.sample(policies[d_name], problems, game.drafter_prompts(problems), N, args.sampling, seed, index)
     reps = drafts.each_problem
     read = [i - i % N for i in range(len(drafts))] if args.shared_opponent else list(range(len(drafts)))
     prompts = game.challenger_prompts(reps, [drafts.texts[j] for j in read])
-    answers = Rollouts.sample(policies[c_name], reps, prompts, 1, args.sampling, seed + 1)
+    answers = Rollouts.sample(policies[c_name], reps, prompts, 1, args.sampling, seed + 1, drafts.each_index)
     # 3. grade both and pay both (unread drafts under --shared-opponent get GRPO's reward)
     played = game.score_round(reps, drafts.texts, answers.texts, read)
     r_d = drafts.grid(played.drafter_rewards)
@@ -76,19 +81,22 @@ def agon_step(step: int, args: Args, game, train_set, policies, opts, scheds) ->
                           group_advantages(r_d, args.scale_std).flatten(), args)
     stats_c = grpo_update(policies[c_name], opts[c_name], scheds[c_name], answers.gens,
                           group_advantages(r_c, args.scale_std).flatten(), args)
-    return step_metrics(d_name, c_name, played, drafts, answers, r_d, r_c, stats_d, stats_c,
-                        scheds[d_name].get_last_lr()[0], time.perf_counter() - t0)
+    # the step's metrics are over every rank's games, in problem order
+    batch = dist.all_cat(played.games, played.drafter_correct, r_d, r_c, [p.metadata.get("family", "") for p in problems],
+                         [len(g.completion_ids) for g in drafts.gens], [len(g.completion_ids) for g in answers.gens])
+    return step_metrics(d_name, c_name, *batch, stats_d, stats_c, scheds[d_name].get_last_lr()[0],
+                        time.perf_counter() - t0)
 
 
-def step_metrics(d_name, c_name, played, drafts, answers, r_d, r_c, stats_d, stats_c, lr, step_time) -> dict:
+def step_metrics(d_name, c_name, games, drafter_correct, r_d, r_c, families, len_d, len_c, stats_d, stats_c,
+                 lr, step_time) -> dict:
     """What a step logs: rewards, who won, the challenger's conversion and keep, lengths, the
     update, and each role's groups (informative by correctness, or by format alone)."""
-    rates = game_rates(played.games)  # win, conversion, keep: over the games as played
-    drafter_pass = sum(played.drafter_correct) / len(played.drafter_correct)
+    rates = game_rates(games)  # win, conversion, keep: over the games as played
+    drafter_pass = sum(drafter_correct) / len(drafter_correct)
     zero_std = lambda r: float((r.std(-1) == 0).float().mean())  # noqa: E731
-    families = [p.metadata.get("family", "") for p in drafts.problems]
-    c_d = drafts.grid(played.drafter_correct).bool()
-    c_c = drafts.grid([g.challenger_info["correct"] for g in played.games]).bool()
+    c_d = torch.tensor(drafter_correct).view_as(r_d)
+    c_c = torch.tensor([g.challenger_info["correct"] for g in games]).view_as(r_c)
     return {
         **group_stats(r_d, c_d, families, prefix="drafter/"), **group_stats(r_c, c_c, families, prefix="challenger/"),
         "drafter": d_name,
@@ -99,7 +107,7 @@ def step_metrics(d_name, c_name, played, drafts, answers, r_d, r_c, stats_d, sta
         f"pass/{d_name}": drafter_pass, f"pass/{c_name}": rates["challenger_pass"],
         # The challenger's two ways to be right: fix a wrong draft, or keep a right one.
         "conversion": rates["conversion"], "keep": rates["keep"],
-        "length/drafter": drafts.mean_length(), "length/challenger": answers.mean_length(),
+        "length/drafter": sum(len_d) / max(len(len_d), 1), "length/challenger": sum(len_c) / max(len(len_c), 1),
         "zero_std/drafter": zero_std(r_d), "zero_std/challenger": zero_std(r_c),
         "clip_frac": (stats_d["clip_frac"] + stats_c["clip_frac"]) / 2, "kl": (stats_d["kl"] + stats_c["kl"]) / 2,
         "grad_norm/drafter": stats_d["grad_norm"], "grad_norm/challenger": stats_c["grad_norm"],
@@ -131,12 +139,13 @@ def main(args: Args) -> dict:
     args.validate("group-size", args.group_size)
     if args.shared_opponent and args.reward == "zero_sum":
         raise SystemExit("error: --reward zero_sum pays drafters by their reader; with --shared-opponent most drafts have none")
+    dist.init(args.device)
     args.seed_everything()
     train_set = args.load("train", args.train_tiers)
     val = args.load("validation", args.eval.tier, args.eval.problems)
     test = args.load(args.eval.split, args.eval.tier, args.eval.problems)
-    a, b = load_pair(args.model_spec(), lora_rank=args.lora_rank, device=args.device, backend=args.backend,
-                     seed=args.seed, reference=args.beta > 0)
+    a, b = load_pair(args.model_spec(), lora_rank=args.lora_rank, device=args.device, seed=args.seed,
+                     backend="hf" if dist.launched() else args.backend, reference=args.beta > 0)
     game = args.game(train_set[0].domain, policy_template([a, b]), args.reward, args.format_weight,
                      length_tiebreak=args.length_tiebreak, summary=args.summary)
     policies = {"A": a, "B": b}

@@ -26,6 +26,7 @@ from agon_env.prompts import TEMPLATES
 from agon_env.rules import REWARD_SCHEMES, SUMMARY_MODES
 from problems.record import Problem
 
+from .distributed import check_launch
 from .grpo_loss import LOSS_TYPES
 from .policy import ModelSpec, Policy, SamplingParams
 
@@ -79,11 +80,11 @@ class BaseArgs:
     seed: int = 0
     """seed for data order, sampling and initialisation"""
     threads: int = 2
-    """torch CPU threads (fixed, so runs are reproducible)"""
+    """torch CPU threads (fixed, so runs are reproducible); per process under torchrun"""
     device: Device = "auto"
     """'auto' (CUDA when available), 'cpu' or 'cuda'"""
     backend: Backend = "auto"
-    """generation backend: 'auto' (vLLM when CUDA and vllm are present, else HF), 'hf' or 'vllm'"""
+    """generation backend: 'auto' (vLLM when CUDA and vllm are present, else HF; HF under torchrun), 'hf' or 'vllm'"""
     out_dir: str = "runs"
     """parent directory of this run's outputs"""
 
@@ -143,7 +144,8 @@ class LearnerArgs(BaseArgs):
     steps: int = 150
     """optimizer steps"""
     problems_per_step: int = 16
-    """problems per optimizer step (each gets a whole group; fewer left the tiny pair's GRPO gradient mostly noise)"""
+    """problems per optimizer step over all processes (each gets a whole group; fewer left the tiny pair's GRPO
+    gradient mostly noise); under torchrun a multiple of the process count, split evenly"""
     lr: float = 1e-4
     """peak learning rate (reached after the linear warm-up)"""
     lr_schedule: LrSchedule = "constant"
@@ -204,6 +206,7 @@ class LearnerArgs(BaseArgs):
             raise SystemExit("error: --tempered-logprobs needs --sampling.temperature > 0")
         if self.resume and not Path(self.resume).is_dir():
             raise SystemExit(f"error: --resume {self.resume!r} is not a run directory")
+        check_launch(self.problems_per_step, self.backend, self.device)
 
     def eval_seed(self) -> int:
         """Evaluation draws: fixed per run seed, so before/after numbers use the same draws."""

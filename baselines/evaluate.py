@@ -10,7 +10,9 @@ accuracy is reported beside it. Grading goes through the game's own grader
 (`AgonGame.grade_solo` / `AgonGame.score`).
 
 Problems are sampled in chunks of `CHUNK` (a progress bar ticks per chunk); chunk i draws
-with `chunk_seed(seed, i)`, so a result depends on the seed and the problems alone.
+with `chunk_seed(seed, i)`, so a result depends on the seed and the problems alone. Under torchrun
+the chunks are dealt round-robin over the ranks and their results gathered in chunk order, so every
+rank gets the rows one process would (`baselines.distributed`).
 
 The cascade is the paper's inference: one model drafts, the other reads the draft's
 summary and answers; the answerer is graded. Its direction is chosen on the validation
@@ -29,6 +31,7 @@ from agon_env.game import AgonGame
 from agon_env.rules import game_rates
 from problems.record import Problem
 
+from . import distributed as dist
 from .config import EvalConfig
 from .policy import Policy
 from .rollouts import Rollouts
@@ -88,11 +91,12 @@ def chunk_seed(seed: int, chunk: int) -> int:
 
 
 def _chunks(problems: Sequence[Problem], desc: str, progress: bool):
-    """(chunk index, its problems) for every chunk of `problems`, with a progress bar over them."""
-    # disable=None: the bar is off where stderr is not a terminal (a job's log, a test)
-    with tqdm(total=len(problems), desc=desc, unit="problem", leave=False, dynamic_ncols=True,
-              disable=None if progress else True) as bar:
-        for i in range(0, len(problems), CHUNK):
+    """(chunk index, its problems) for every chunk of `problems` that is this rank's, with a progress bar over them."""
+    mine = [i for i in range(0, len(problems), CHUNK) if dist.my_chunk(i // CHUNK)]
+    # disable=None: the bar is off where stderr is not a terminal (a job's log, a test); rank 0's alone shows
+    with tqdm(total=sum(len(problems[i:i + CHUNK]) for i in mine), desc=desc, unit="problem", leave=False,
+              dynamic_ncols=True, disable=None if progress and dist.is_main() else True) as bar:
+        for i in mine:
             part = list(problems[i:i + CHUNK])
             yield i // CHUNK, part
             bar.update(len(part))
@@ -101,16 +105,19 @@ def _chunks(problems: Sequence[Problem], desc: str, progress: bool):
 def evaluate_single(policy: Policy, problems: Sequence[Problem], game: AgonGame, cfg: EvalConfig, seed: int,
                     progress: bool = True) -> dict:
     """pass@1 of one model from the plain (drafter) prompt."""
-    correct, lengths, greedy = [], [], [] if cfg.greedy else None
+    parts, greedy = {}, None
     for i, part in _chunks(problems, f"eval {policy.name}", progress):
         gens = Rollouts.sample(policy, part, game.drafter_prompts(part), cfg.samples, cfg.params(), chunk_seed(seed, i))
-        correct += [v.correct for v in game.grade_solo(gens.each_problem, gens.texts)[1]]
-        lengths += [len(g.completion_ids) for g in gens.gens]
+        parts[i] = ([v.correct for v in game.grade_solo(gens.each_problem, gens.texts)[1]],
+                    [len(g.completion_ids) for g in gens.gens])
+    correct, lengths = dist.gather_chunks(parts)
     if cfg.greedy:
+        parts = {}
         for i, part in _chunks(problems, f"eval {policy.name} (greedy)", progress):
             g1 = [gs[0].text for gs in policy.generate(game.drafter_prompts(part), 1, cfg.params(greedy=True),
                                                        seed=chunk_seed(seed, i))]
-            greedy += [v.correct for v in game.grade_solo(part, g1)[1]]
+            parts[i] = ([v.correct for v in game.grade_solo(part, g1)[1]],)
+        (greedy,) = dist.gather_chunks(parts)
     return summary_row(policy.name, correct, lengths, greedy, samples=cfg.samples)
 
 
@@ -124,15 +131,14 @@ def evaluate_cascade(drafter: Policy, answerer: Policy, problems: Sequence[Probl
     name = f"{drafter.name}→{answerer.name}"
 
     def run(params, n, desc):
-        lengths, results = [], []
+        parts = {}
         for i, part in _chunks(problems, desc, progress):
             drafts = Rollouts.sample(drafter, part, game.drafter_prompts(part), n, params, chunk_seed(seed, i))
             reps = drafts.each_problem
             answers = Rollouts.sample(answerer, reps, game.challenger_prompts(reps, drafts.texts), 1, params,
                                       chunk_seed(seed + 1, i))
-            lengths += [len(a.completion_ids) for a in answers.gens]
-            results += game.score(reps, drafts.texts, answers.texts)
-        return lengths, results
+            parts[i] = ([len(a.completion_ids) for a in answers.gens], game.score(reps, drafts.texts, answers.texts))
+        return dist.gather_chunks(parts)
 
     lengths, results = run(cfg.params(), cfg.samples, f"eval {name}")
     rates = game_rates(results)

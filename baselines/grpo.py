@@ -11,6 +11,8 @@ spends N = 8 drafts plus 8 answers per problem. `--dynamic-sampling` drops group
 rewards are all equal (they carry no advantage) and, as DAPO does, refills the batch with
 fresh problems for up to `--refill-rounds` more draws; every rollout sampled is counted
 in the `rollouts` metric, so the extra compute stays visible.
+
+    torchrun --nproc-per-node 2 -m baselines.grpo --threads 1   # data parallel (baselines/distributed.py)
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Literal
 import torch
 import tyro
 
+from . import distributed as dist
 from .config import LearnerArgs, policy_template
 from .diagnostics import group_stats
 from .evaluate import evaluate_single
@@ -35,7 +38,8 @@ from .update import grpo_update, make_optimizer
 
 @dataclass
 class Args(LearnerArgs):
-    """Single-model GRPO."""
+    """Single-model GRPO. Launched by `torchrun --nproc-per-node K`, it trains data-parallel on the HF
+    backend: K must divide --problems-per-step, and each problem samples from its own seed."""
 
     rollouts_per_problem: int = 16
     """G: completions per problem per step (16 = Agon's 2N at N=8, for compute parity)"""
@@ -52,10 +56,10 @@ def grpo_step(step: int, args: Args, game, train_set, policy, opt, sched) -> dic
     G, seed = args.rollouts_per_problem, args.seed * 1_000_003 + step
 
     def draw(k: int):
-        """Draw k of this step: the step's problems (k = 0) or a refill, each group graded."""
-        problems = batch_for_step(train_set, step, args.problems_per_step, args.seed + 7919 * k)
+        """Draw k of this step: the step's problems (k = 0) or a refill (this rank's share), each group graded."""
+        problems, index = dist.shard(batch_for_step(train_set, step, args.problems_per_step, args.seed + 7919 * k))
         gens = Rollouts.sample(policy, problems, game.drafter_prompts(problems), G, args.sampling,
-                               seed + 500_000_003 * k)  # k = 0: the seed a plain step uses
+                               seed + 500_000_003 * k, index)  # k = 0: the seed a plain step uses
         rewards, verdicts = game.grade_solo(gens.each_problem, gens.texts)
         return gens, gens.grid(rewards), gens.grid([v.correct for v in verdicts]).bool()
 
@@ -64,24 +68,30 @@ def grpo_step(step: int, args: Args, game, train_set, policy, opt, sched) -> dic
     update, adv, rounds = gens.gens, group_advantages(r, args.scale_std).flatten(), 0
     if args.dynamic_sampling:
         groups = [(gens.gens[i * G:(i + 1) * G], row) for i, row in enumerate(r) if informative[i]]
-        while len(groups) < args.problems_per_step and rounds < args.refill_rounds:
+        found = [dist.all_counts(len(groups))]  # informative groups per round and rank: the global order
+        while sum(map(sum, found)) < args.problems_per_step and rounds < args.refill_rounds:
             rounds += 1
             more, r_more, _ = draw(rounds)
-            groups += [(more.gens[i * G:(i + 1) * G], row) for i, row in enumerate(r_more) if row.amax() > row.amin()]
-        groups = groups[:args.problems_per_step]
+            new = [(more.gens[i * G:(i + 1) * G], row) for i, row in enumerate(r_more) if row.amax() > row.amin()]
+            groups += new
+            found.append(dist.all_counts(len(new)))
+        groups = groups[:dist.first_n_mine(found, args.problems_per_step)]
         update = [g for gs, _ in groups for g in gs]
         adv = group_advantages(torch.stack([row for _, row in groups]), args.scale_std).flatten() if groups else adv[:0]
+    # the step's metrics are over every rank's groups, in problem order
+    r, correct, families, lengths = dist.all_cat(r, correct, [p.metadata.get("family", "") for p in gens.problems],
+                                                 [len(g.completion_ids) for g in update])
+    informative = r.amax(-1) > r.amin(-1)
     stats = {"loss": 0.0, "clip_frac": 0.0, "kl": 0.0, "grad_norm": 0.0}
-    if update:
+    if lengths:
         stats = grpo_update(policy, opt, sched, update, adv, args)
     else:
         sched.step()  # nothing informative this step; keep the schedule on the step count
-    families = [p.metadata.get("family", "") for p in gens.problems]
     return {
         "reward/mean": float(r.mean()), "reward/std": float(r.std()), "pass": float(correct.float().mean()),
-        "length": sum(len(g.completion_ids) for g in update) / max(len(update), 1),
+        "length": sum(lengths) / max(len(lengths), 1),
         "zero_std": float((~informative).float().mean()), **group_stats(r, correct, families),
-        "rollouts": (rounds + 1) * len(gens), "groups/updated": len(update) // G, "lr": sched.get_last_lr()[0],
+        "rollouts": (rounds + 1) * r.numel(), "groups/updated": len(lengths) // G, "lr": sched.get_last_lr()[0],
         **{k: stats[k] for k in ("loss", "clip_frac", "kl", "grad_norm")}, "step_time": time.perf_counter() - t0,
     }
 
@@ -92,12 +102,13 @@ def main(args: Args) -> dict:
     args.validate("rollouts-per-problem", args.rollouts_per_problem)
     if args.refill_rounds < 0:
         raise SystemExit(f"error: --refill-rounds must be at least 0, got {args.refill_rounds}")
+    dist.init(args.device)
     args.seed_everything()
     train_set = args.load("train", args.train_tiers)
     test = args.load(args.eval.split, args.eval.tier, args.eval.problems)
     spec = args.model_spec()
-    policy = load_policy(spec.member(args.policy), device=args.device, backend=args.backend, seed=args.seed,
-                         reference=args.beta > 0, lora_rank=args.lora_rank)
+    policy = load_policy(spec.member(args.policy), device=args.device, seed=args.seed, reference=args.beta > 0,
+                         backend="hf" if dist.launched() else args.backend, lora_rank=args.lora_rank)
     policy.name = "GRPO"
     game = args.game(train_set[0].domain, policy_template([policy]), format_weight=args.format_weight)
     opt, sched = make_optimizer(policy, args)

@@ -3,13 +3,19 @@
 Completions are kept problem-major (all n of problem 0, then problem 1, ...), the order
 `Policy.generate` returns them in, so `grid` turns any per-completion list into the
 [P, n] tensor whose rows are the groups that advantages are normalised within.
+
+Under torchrun, `index` gives each problem's position in the step's global batch; each problem
+then samples in its own call seeded by `problem_seed(seed, index)`, so its tokens are the same
+on whichever rank, beside whichever problems, it is sampled (see `baselines.distributed`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import groupby
 from typing import Sequence
 
+import numpy as np
 import torch
 
 from problems.record import Problem
@@ -25,18 +31,32 @@ class Rollouts:
     """completions per problem"""
     gens: list[Generation]
     """P × n completions, problem-major"""
+    index: list[int] | None = None
+    """each problem's index in the step's global batch (under torchrun; None in one process)"""
 
     @classmethod
     def sample(cls, policy: Policy, problems: Sequence[Problem], prompts: Sequence[str], n: int,
-               params: SamplingParams, seed: int | None) -> "Rollouts":
-        """`n` completions of `policy` per prompt (one prompt per problem)."""
-        groups = policy.generate(list(prompts), n, params, seed)
-        return cls(list(problems), n, [g for gs in groups for g in gs[:n]])
+               params: SamplingParams, seed: int | None, index: Sequence[int] | None = None) -> "Rollouts":
+        """`n` completions of `policy` per prompt (one prompt per problem). With `index`, consecutive
+        prompts of one index (a problem, or the challenger's reads of its drafts) sample together in
+        their own call, seeded by (seed, index); without it, all in one call seeded by `seed`."""
+        if index is None:
+            groups = policy.generate(list(prompts), n, params, seed)
+        else:
+            groups = []
+            for j, run in groupby(range(len(prompts)), key=lambda i: index[i]):
+                groups += policy.generate([prompts[i] for i in run], n, params, problem_seed(seed, j))
+        return cls(list(problems), n, [g for gs in groups for g in gs[:n]], None if index is None else list(index))
 
     @property
     def each_problem(self) -> list[Problem]:
         """The problem of every completion: each problem repeated n times."""
         return [p for p in self.problems for _ in range(self.n)]
+
+    @property
+    def each_index(self) -> list[int] | None:
+        """The global batch index of every completion's problem (None in one process)."""
+        return None if self.index is None else [i for i in self.index for _ in range(self.n)]
 
     @property
     def texts(self) -> list[str]:
@@ -52,3 +72,8 @@ class Rollouts:
 
     def __len__(self) -> int:
         return len(self.gens)
+
+
+def problem_seed(seed: int, index: int) -> int:
+    """The sampling seed of the problem at `index` in a step's global batch whose seed is `seed`."""
+    return int(np.random.SeedSequence([seed % 2**64, index]).generate_state(1)[0])

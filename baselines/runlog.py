@@ -16,10 +16,13 @@ import torch
 
 class RunDir:
     """`out_dir/run_name/`: config.json, metrics.jsonl, tb/, checkpoint (a link to the newest
-    `checkpoint-<step>/`), plots and summary."""
+    `checkpoint-<step>/`), plots and summary. With `write=False` (a torchrun rank other than 0) it
+    knows the path and writes nothing."""
 
-    def __init__(self, path: str | Path, config, resume: bool = False):
-        self.path = Path(path)
+    def __init__(self, path: str | Path, config, resume: bool = False, write: bool = True):
+        self.path, self.write = Path(path), write
+        if not write:
+            return
         self.path.mkdir(parents=True, exist_ok=True)
         (self.path / "config.json").write_text(json.dumps(asdict(config), indent=2))
         self.metrics_path = self.path / "metrics.jsonl"
@@ -30,6 +33,8 @@ class RunDir:
         self.tb = SummaryWriter(str(self.path / "tb"), purge_step=None)
 
     def log(self, step: int, metrics: dict) -> None:
+        if not self.write:
+            return
         with self.metrics_path.open("a") as f:
             f.write(json.dumps({"step": step, **metrics}) + "\n")
         for k, v in metrics.items():
@@ -45,6 +50,8 @@ class RunDir:
 
     def truncate_after(self, step: int) -> None:
         """Drop metric lines a killed run wrote past its last checkpoint."""
+        if not self.write:
+            return
         keep = [r for r in self.history() if r["step"] < step]
         tmp = self.metrics_path.with_name(self.metrics_path.name + ".tmp")
         with tmp.open("w") as f:  # a kill mid-write leaves the old file whole
@@ -54,7 +61,8 @@ class RunDir:
         os.replace(tmp, self.metrics_path)
 
     def close(self):
-        self.tb.close()
+        if self.write:
+            self.tb.close()
 
 
 def load_config(run_dir: str | Path) -> dict:

@@ -8,6 +8,9 @@ training and writes the table and plots.
 The held-out curve `eval/<method>` is over the first `CURVE_PROBLEMS` test problems at every
 point: mid-run evaluations sample just those, and the before/after points are read off the
 full evaluations' per-problem results, whose whole-set pass@1 is logged as `eval_full/<method>`.
+
+Under torchrun every rank runs this skeleton (each step and evaluation is collective), and rank 0
+alone writes the run directory; see `baselines.distributed`.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from tqdm import trange
 
 from problems.record import Problem
 
+from . import distributed as dist
 from .config import EvalConfig, LearnerArgs, from_dict
 from .policy import Policy
 from .report import final_table, model_rows, slice_rows
@@ -63,31 +67,40 @@ def train(args: LearnerArgs, learner: str, name: str, models: dict[str, Policy],
           postfix: Callable[[dict], dict]) -> tuple[RunDir, list[dict]]:
     """Run `step` for every step not yet done, in `out_dir/name` (or the resumed run's directory);
     returns the run directory and the before-training rows."""
-    run = RunDir(args.resume or Path(args.out_dir) / name, args, resume=bool(args.resume))
+    main = dist.is_main()
+    run = RunDir(args.resume or Path(args.out_dir) / name, args, resume=bool(args.resume), write=main)
     if args.resume:
         start, extra = load_checkpoint(run.path, models, opts, scheds)
         before = extra["before"]
         run.truncate_after(start)
-        print(f"resumed {run.path} at step {start}")
+        if main:
+            print(f"resumed {run.path} at step {start}")
     else:
         start, before = 0, evaluate(test, args.eval)
         run.log(0, endpoint_metrics(before))
+    dist.broadcast_params(models)
 
-    bar = trange(start, args.steps, desc=learner, disable=not args.progress, dynamic_ncols=True)
+    bar = trange(start, args.steps, desc=learner, disable=not (args.progress and main), dynamic_ncols=True)
     for s in bar:
+        comm = dist.comm_clock()
         m = step(s)
+        if dist.active():
+            m["comm_time"] = dist.comm_clock() - comm  # of step_time: inside collectives, waits included
         if args.eval_every and (s + 1) % args.eval_every == 0 and s + 1 < args.steps:
             m.update(model_rows(evaluate(test[:CURVE_PROBLEMS], replace(args.eval, greedy=False)), "eval/"))
         run.log(s, m)
         bar.set_postfix(postfix(m))
-        if args.checkpoint_every and (s + 1) % args.checkpoint_every == 0:
+        if main and args.checkpoint_every and (s + 1) % args.checkpoint_every == 0:
             save_checkpoint(run.path, s + 1, models, opts, scheds, {"before": before})
     return run, before
 
 
 def finish(run: RunDir, learner: str, args: LearnerArgs, before: list[dict], after: list[dict], direction: str | None,
            plot: Callable[[list[dict]], list[Path | None]], t_start: float) -> dict:
-    """Log the after-training rows, draw the plots, write the summary; returns the summary."""
+    """Log the after-training rows, draw the plots, write the summary; returns the summary (on rank 0;
+    the other ranks of a torchrun run write nothing and return {})."""
+    if not run.write:
+        return {}
     run.log(args.steps, endpoint_metrics(after))
     history = run.history()
     plots = plot(history)

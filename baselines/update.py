@@ -7,6 +7,7 @@ from typing import Sequence
 
 import torch
 
+from . import distributed as dist
 from .config import LearnerArgs
 from .grpo_loss import policy_loss
 from .policy import Generation, Policy
@@ -35,10 +36,28 @@ def make_optimizer(policy: Policy, args: LearnerArgs):
 
 def grpo_update(policy: Policy, opt, sched, gens: Sequence[Generation], advantages: torch.Tensor,
                 args: LearnerArgs) -> dict[str, float]:
-    """One clipped policy-gradient step on `gens` with their advantages."""
+    """One clipped policy-gradient step on `gens` with their advantages. Under torchrun `gens` are this
+    rank's share of the batch, and the step is the one the whole batch would make in one process."""
     keep = [i for i, g in enumerate(gens) if g.completion_ids]
     gens, adv = [gens[i] for i in keep], advantages[keep]
     policy.train()
+    opt.zero_grad(set_to_none=True)
+    tokens = sum(len(g.completion_ids) for g in gens)
+    share = dist.loss_share(len(gens), tokens, args.loss_type)  # 1.0 in one process: an exact no-op
+    loss, stats = torch.zeros(()), {"clip_frac": 0.0, "kl": 0.0}
+    if gens:  # a rank may have nothing to update (dynamic sampling) and still joins the all-reduce
+        loss, stats = _loss(policy, gens, adv, args)
+        (loss * share).backward()
+    dist.all_reduce_grads(policy.parameters())
+    grad_norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), args.max_grad_norm)
+    opt.step()
+    sched.step()
+    total, clip_frac, kl = dist.global_stats(loss.item() * share, stats["clip_frac"], stats["kl"], tokens)
+    return {"loss": total, "grad_norm": float(grad_norm), "clip_frac": clip_frac, "kl": kl}
+
+
+def _loss(policy: Policy, gens: Sequence[Generation], adv: torch.Tensor, args: LearnerArgs):
+    """(the clipped loss over `gens`, its clip_frac and kl)."""
     pids, cids = [g.prompt_ids for g in gens], [g.completion_ids for g in gens]
     temp = args.sampling.temperature if args.tempered_logprobs else 1.0
     logp, mask = policy.token_logprobs(pids, cids, temperature=temp)
@@ -50,11 +69,5 @@ def grpo_update(policy: Policy, opt, sched, gens: Sequence[Generation], advantag
             old[i, :len(g.logprobs)] = torch.tensor(g.logprobs)
     ref = policy.reference_logprobs(pids, cids, temperature=temp) if args.beta else None
     ref = ref[0] if isinstance(ref, tuple) else ref
-    loss, stats = policy_loss(logp, old.to(logp.device), adv.to(logp.device), mask, args.loss_type, args.eps_low,
-                              args.eps_high, ref, args.beta, args.sampling.max_new_tokens)
-    opt.zero_grad(set_to_none=True)
-    loss.backward()
-    grad_norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), args.max_grad_norm)
-    opt.step()
-    sched.step()
-    return {"loss": loss.item(), "grad_norm": float(grad_norm), **stats}
+    return policy_loss(logp, old.to(logp.device), adv.to(logp.device), mask, args.loss_type, args.eps_low,
+                       args.eps_high, ref, args.beta, args.sampling.max_new_tokens)

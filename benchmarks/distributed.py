@@ -1,0 +1,108 @@
+"""Data parallel on CPU: steps per second of 1 vs 2 gloo processes at equal global batch, and the
+share of step time spent in collectives.
+
+    python -m benchmarks.distributed [--steps 30] [--problems-per-step 8] [--threads 1]
+
+Each case is a real launch of a learner on the tiny pair (GRPO on tiny A, Agon GRPO on both):
+`torchrun --standalone --nproc-per-node K` for K = 1 and 2 with the same --problems-per-step, so
+the global batch is equal and only its split differs, plus a plain `python -m` run as the
+reference (one batched sampling call per step and no torch.distributed, where a torchrun run
+samples each problem in its own call, see `baselines.distributed`).
+
+From rank 0's metrics.jsonl, over the steps after the first: steps/s is 1 / median `step_time`;
+comm share is the median of `comm_time / step_time`, the time inside collectives, which
+includes waiting for the slower rank, so it bounds the cost of communication from above.
+Every process gets --threads threads, so K processes use K × threads cores: on a machine with
+fewer free cores than that, the two-process rows measure contention, not scaling.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchmarks.report import RESULTS, write_report
+
+MODULES = {"grpo": "baselines.grpo", "agon_grpo": "baselines.agon_grpo"}
+
+
+@dataclass
+class Args:
+    """Benchmark options."""
+
+    steps: int = 30
+    """optimizer steps per case (the first is left out of the medians)"""
+    problems_per_step: int = 8
+    """global problems per step, equal in every case (split over the processes)"""
+    group: int = 8
+    """rollouts per problem (GRPO) and drafts per problem (Agon, which adds one answer per draft)"""
+    max_new_tokens: int = 64
+    """completion length limit for training rollouts"""
+    threads: int = 1
+    """torch threads per process"""
+    learners: str = "grpo,agon_grpo"
+    """comma-separated learners to measure"""
+    out: str = str(RESULTS)
+    """directory for distributed.json and distributed.md"""
+
+
+def _command(module: str, processes: int | None, args: Args, out: Path) -> list[str]:
+    group = "--group-size" if module.endswith("agon_grpo") else "--rollouts-per-problem"
+    launch = ([sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={processes}"]
+              if processes else [sys.executable])
+    return [*launch, "-m", module, "--out-dir", str(out), "--run-name", "run", "--no-progress",
+            "--threads", str(args.threads), "--steps", str(args.steps), "--problems-per-step", str(args.problems_per_step),
+            group, str(args.group), "--sampling.max-new-tokens", str(args.max_new_tokens), "--eval-every", "0",
+            "--checkpoint-every", "0", "--eval.problems", "4", "--eval.samples", "1", "--eval.no-greedy"]
+
+
+def measure(learner: str, processes: int | None, args: Args) -> dict:
+    """One case's row: `processes` None is the plain `python -m` reference."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = _command(MODULES[learner], processes, args, Path(tmp))
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": str(args.threads)}
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if r.returncode:
+            raise SystemExit(f"error: {' '.join(cmd)} failed:\n{r.stderr[-3000:]}")
+        rows = [json.loads(x) for x in (Path(tmp) / "run" / "metrics.jsonl").read_text().splitlines()]
+    steps = [x for x in rows if "step_time" in x][1:] or [x for x in rows if "step_time" in x]
+    step = statistics.median(x["step_time"] for x in steps)
+    row = {"learner": learner, "launch": f"torchrun × {processes}" if processes else "python -m (plain)",
+           "processes": processes or 1, "problems/step/process": args.problems_per_step // (processes or 1),
+           "step time (s)": step, "steps/s": 1 / step}
+    if processes:  # a plain run has no collectives
+        row["comm share"] = statistics.median(x["comm_time"] / x["step_time"] for x in steps)
+    return row
+
+
+def main(args: Args) -> None:
+    if args.problems_per_step % 2:
+        raise SystemExit(f"error: --problems-per-step must split over 2 processes, got {args.problems_per_step}")
+    rows = []
+    for learner in args.learners.split(","):
+        if learner not in MODULES:
+            raise SystemExit(f"error: --learners: unknown learner {learner!r}, expected some of {', '.join(MODULES)}")
+        case = [measure(learner, k, args) for k in (None, 1, 2)]
+        for row in case:
+            row["speed-up vs torchrun × 1"] = row["steps/s"] / case[1]["steps/s"]
+        rows += case
+    write_report("distributed", "Data parallel on CPU (gloo): 1 vs 2 processes at equal global batch", rows, notes=[
+        f"tiny pair; {args.problems_per_step} problems per step in all, {args.group} rollouts (drafts) per problem, "
+        f"{args.max_new_tokens} new tokens at most, {args.threads} thread(s) per process, {args.steps} steps "
+        f"(medians over all but the first)",
+        "comm share: median fraction of rank 0's step time inside collectives, waits for the slower rank included",
+        "torchrun samples each problem in its own call (so results match across world sizes); the plain row "
+        "samples a step in one batched call, and the gap between the two is that cost",
+    ], extra={"args": vars(args)}, out_dir=Path(args.out))
+
+
+if __name__ == "__main__":
+    import tyro
+
+    main(tyro.cli(Args, description=__doc__))
