@@ -37,7 +37,7 @@ LossType = Literal[LOSS_TYPES]
 Device = Literal["auto", "cpu", "cuda"]
 LrSchedule = Literal["linear", "cosine", "constant"]
 Optimizer = Literal["adamw", "sgd"]
-Backend = Literal["auto", "hf", "vllm"]
+Backend = Literal["auto", "hf", "vllm", "server"]
 
 
 @dataclass
@@ -84,7 +84,7 @@ class BaseArgs:
     device: Device = "auto"
     """'auto' (CUDA when available), 'cpu' or 'cuda'"""
     backend: Backend = "auto"
-    """generation backend: 'auto' (vLLM when CUDA and vllm are present, else HF; HF under torchrun), 'hf' or 'vllm'"""
+    """generation backend: 'auto' (vLLM with CUDA and vllm, else HF; HF under torchrun), 'hf', 'vllm' or 'server' (--servers)"""
     out_dir: str = "runs"
     """parent directory of this run's outputs"""
 
@@ -126,6 +126,8 @@ class BaseArgs:
     def check(self) -> None:
         """Fail before any work, naming the option."""
         self.model_spec()
+        if self.backend == "server" and not isinstance(self, LearnerArgs):
+            raise SystemExit("error: --backend server is for the learners (agon_grpo, grpo); use hf, vllm or auto")
         if self.threads < 1:
             raise SystemExit(f"error: --threads must be at least 1, got {self.threads}")
         for name in ("problems", "samples", "max_new_tokens"):
@@ -173,6 +175,15 @@ class LearnerArgs(BaseArgs):
     """score the update under the sampling distribution, logits / temperature, as TRL does (default: raw logits)"""
     lora_rank: int = 16
     """LoRA rank for HF models (the tiny pair is trained fully)"""
+    servers: str = ""
+    """--backend server: comma-separated base URLs of vLLM OpenAI servers of the base model, each started with
+    `VLLM_ALLOW_RUNTIME_LORA_UPDATING=True vllm serve BASE --enable-lora --max-loras 2 --max-lora-rank R`"""
+    adapter_dir: str = ""
+    """--backend server: where each adapter version is saved for the servers to load; a path every server can
+    read (a shared filesystem); default: a temporary directory, readable only by servers on this machine"""
+    is_cap: float = 0.0
+    """cap of truncated importance sampling for a sampler unlike the trainer (server, vLLM): on-policy ratio, each
+    token weighted by min(exp(logp_train − logp_sampler), cap) as TRL's vllm_importance_sampling_cap; 0: off"""
     format_weight: float = 0.5
     """λ, the format term's weight in every reward (0: correctness only, so no group's spread comes from format alone)"""
     eval_every: int = 50
@@ -204,9 +215,38 @@ class LearnerArgs(BaseArgs):
             raise SystemExit(f"error: --lr must be positive, got {self.lr}")
         if self.tempered_logprobs and self.sampling.temperature <= 0:
             raise SystemExit("error: --tempered-logprobs needs --sampling.temperature > 0")
+        self._check_server()
+        if self.is_cap < 0:
+            raise SystemExit(f"error: --is-cap must be positive (0: off), got {self.is_cap}")
+        if self.is_cap and self.tempered_logprobs:
+            raise SystemExit("error: --is-cap weighs raw-logit log-probs (the sampler's); it does not combine "
+                             "with --tempered-logprobs")
         if self.resume and not Path(self.resume).is_dir():
             raise SystemExit(f"error: --resume {self.resume!r} is not a run directory")
         check_launch(self.problems_per_step, self.backend, self.device)
+
+    def server_urls(self) -> list[str]:
+        """The --servers URLs, in order."""
+        return [u.strip() for u in self.servers.split(",") if u.strip()]
+
+    def _check_server(self) -> None:
+        if self.backend != "server":
+            if self.servers or self.adapter_dir:
+                raise SystemExit(f"error: --servers and --adapter-dir are for --backend server, got --backend {self.backend}")
+            return
+        urls = self.server_urls()
+        if not urls:
+            raise SystemExit("error: --backend server needs --servers URL[,URL...]: vLLM OpenAI servers of the base, "
+                             "each started with `VLLM_ALLOW_RUNTIME_LORA_UPDATING=True vllm serve BASE --enable-lora "
+                             f"--max-loras 2 --max-lora-rank {self.lora_rank}`")
+        bad = [u for u in urls if not u.startswith(("http://", "https://"))]
+        if bad:
+            raise SystemExit(f"error: --servers: {', '.join(map(repr, bad))} is not an http(s):// URL "
+                             "(e.g. http://127.0.0.1:8000)")
+        adapters = all(Path(p, "adapter_config.json").exists() for p in self.model_spec().parts)
+        if not adapters and (not self.model_spec().one_base or self.lora_rank < 1):
+            raise SystemExit(f"error: --backend server serves LoRA adapters on one base; --model {self.model!r} is "
+                             "full models (the tiny pair is trained fully; --lora-rank 0 trains fully): use --backend hf")
 
     def eval_seed(self) -> int:
         """Evaluation draws: fixed per run seed, so before/after numbers use the same draws."""

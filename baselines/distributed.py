@@ -74,9 +74,9 @@ def check_launch(problems_per_step: int, backend: str, device: str) -> None:
         raise SystemExit(f"error: --problems-per-step {problems_per_step} does not split over WORLD_SIZE={n} processes: "
                          f"set --problems-per-step to a multiple of {n}, or launch a number of processes that "
                          f"divides {problems_per_step}")
-    if backend == "vllm":
-        raise SystemExit("error: --backend vllm does not run under torchrun (data-parallel training samples with "
-                         "the HF backend): use --backend hf or auto")
+    if backend in ("vllm", "server"):
+        raise SystemExit(f"error: --backend {backend} does not run under torchrun (data-parallel training samples "
+                         "with the HF backend): use --backend hf or auto")
     per_node = int(os.environ.get("LOCAL_WORLD_SIZE", n))
     if _wants_cuda(device) and torch.cuda.device_count() < per_node:
         raise SystemExit(f"error: {per_node} processes on this node but {torch.cuda.device_count()} GPUs visible "

@@ -33,6 +33,7 @@ def policy_loss(
     ref_logp: torch.Tensor | None = None,
     beta: float = 0.0,
     max_tokens: int | None = None,
+    token_weight: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """The clipped surrogate with an optional k3 KL term, reduced per `loss_type`.
 
@@ -40,6 +41,7 @@ def policy_loss(
     - grpo:    mean over each sequence's tokens, then over sequences;
     - dapo:    mean over every token in the batch;
     - dr_grpo: sum over tokens divided by the constant B · max_tokens.
+    `token_weight` [B, T] (e.g. `truncated_is_weights`) multiplies each token's surrogate; None: none.
     """
     if loss_type not in LOSS_TYPES:
         raise ValueError(f"loss_type must be one of {LOSS_TYPES}, got {loss_type!r}")
@@ -47,7 +49,7 @@ def policy_loss(
     ratio = torch.exp(logp - old_logp)
     adv = advantages.unsqueeze(-1)
     surrogate = torch.minimum(ratio * adv, torch.clamp(ratio, 1 - eps_low, 1 + eps_high) * adv)
-    per_token = -surrogate
+    per_token = -surrogate if token_weight is None else -surrogate * token_weight
     kl = torch.zeros_like(logp)
     if ref_logp is not None and beta:
         delta = ref_logp - logp
@@ -64,3 +66,15 @@ def policy_loss(
     stats = {"clip_frac": float((clipped.to(mask.dtype) * mask).sum() / n),
              "kl": float((kl.detach() * mask).sum() / n)}
     return loss, stats
+
+
+def truncated_is_weights(train_logp: torch.Tensor, sampler_logp: torch.Tensor, mask: torch.Tensor,
+                         cap: float = 3.0) -> torch.Tensor:
+    """min(exp(logp_train − logp_sampler), cap) per token, without gradient: truncated importance
+    sampling for a sampler (a vLLM server) whose numbers differ from the trainer's.
+
+    TRL's `vllm_importance_sampling_mode="token_truncate"` with `vllm_importance_sampling_clip_max`
+    = `cap` (its deprecated `vllm_importance_sampling_cap`): padding (mask 0) gets exactly 1.
+    """
+    diff = ((train_logp.detach() - sampler_logp) * mask.to(train_logp.dtype)).nan_to_num(0.0)
+    return torch.exp(diff).clamp(max=cap)

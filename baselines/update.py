@@ -9,7 +9,7 @@ import torch
 
 from . import distributed as dist
 from .config import LearnerArgs
-from .grpo_loss import policy_loss
+from .grpo_loss import policy_loss, truncated_is_weights
 from .policy import Generation, Policy
 
 
@@ -61,13 +61,18 @@ def _loss(policy: Policy, gens: Sequence[Generation], adv: torch.Tensor, args: L
     pids, cids = [g.prompt_ids for g in gens], [g.completion_ids for g in gens]
     temp = args.sampling.temperature if args.tempered_logprobs else 1.0
     logp, mask = policy.token_logprobs(pids, cids, temperature=temp)
+    weight = None
     if args.tempered_logprobs:  # one update per batch is exactly on-policy: the old policy is this one (TRL's choice too)
         old = logp.detach()
     else:
         old = torch.zeros_like(logp)
         for i, g in enumerate(gens):
             old[i, :len(g.logprobs)] = torch.tensor(g.logprobs)
+        if args.is_cap:  # TRL's vLLM correction: on-policy ratio, each token weighted by trainer / sampler
+            old = old.to(logp.device)
+            weight = truncated_is_weights(logp, old, mask, args.is_cap)
+            old = logp.detach()
     ref = policy.reference_logprobs(pids, cids, temperature=temp) if args.beta else None
     ref = ref[0] if isinstance(ref, tuple) else ref
     return policy_loss(logp, old.to(logp.device), adv.to(logp.device), mask, args.loss_type, args.eps_low,
-                       args.eps_high, ref, args.beta, args.sampling.max_new_tokens)
+                       args.eps_high, ref, args.beta, args.sampling.max_new_tokens, weight)

@@ -7,6 +7,7 @@ Modules, each importing only those above it in this list:
 - `hf`: `HFPolicy`, any transformers causal LM, and HF load/save;
 - `lora`: two LoRA adapters on one frozen base (`LoraPolicy`);
 - `spec`: `ModelSpec`, a parsed `--model` value; `vllm_backend`: a multi-LoRA vLLM engine;
+  `server_backend`: generation on vLLM OpenAI servers over HTTP, adapters synced by path;
 - `loading`: `load_pair` and `load_policy`, from a spec to policies.
 """
 

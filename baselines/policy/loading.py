@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import os
+from typing import Sequence
 
 import torch
 
@@ -26,7 +27,8 @@ def _full_policy(path: str, name: str, device: str, reference: bool, system: str
 
 def load_pair(model: str | ModelSpec = "tiny", lora_rank: int = 16, b_init_std: float = 1e-2, device: str = "auto",
               backend: str = "auto", seed: int = 0, reference: bool = True,
-              system: str | None = None) -> tuple[Policy, Policy]:
+              system: str | None = None, servers: Sequence[str] = (),
+              adapter_dir: str | None = None) -> tuple[Policy, Policy]:
     """The two Agon policies (A, B).
 
     - `"tiny"`: the shipped offline pair, two separate ~1M-parameter models trained fully
@@ -37,7 +39,8 @@ def load_pair(model: str | ModelSpec = "tiny", lora_rank: int = 16, b_init_std: 
       adapters on ONE frozen base, A zero-initialised (an exact no-op) and B with its
       `lora_B` weights drawn from N(0, b_init_std²) so the two differ from step one.
     `reference`: full-model policies keep a frozen copy for the KL reference (LoRA
-    policies use the base with adapters off, at no cost).
+    policies use the base with adapters off, at no cost). `backend="server"` generates on
+    the vLLM OpenAI `servers`, loading adapters saved under `adapter_dir` (`server_backend`).
     """
     from .lora import load_adapter_pair, lora_pair
 
@@ -54,11 +57,12 @@ def load_pair(model: str | ModelSpec = "tiny", lora_rank: int = 16, b_init_std: 
     else:
         base, tok = load_hf(spec.parts[0], device)
         pair = lora_pair(base, tok, rank=lora_rank, b_init_std=b_init_std, seed=seed, system=system)
-    return _with_backend(pair, backend, spec)
+    return _with_backend(pair, backend, spec, servers, adapter_dir)
 
 
 def load_policy(model: str | ModelSpec = "tiny:a", device: str = "auto", backend: str = "auto", seed: int = 0,
-                reference: bool = True, system: str | None = None, lora_rank: int = 0) -> Policy:
+                reference: bool = True, system: str | None = None, lora_rank: int = 0, servers: Sequence[str] = (),
+                adapter_dir: str | None = None) -> Policy:
     """One policy (for GRPO, MoA). `tiny:a`/`tiny:b` are the shipped tiny models; a directory
     saved by `LoraPolicy.save` (it has adapter_config.json) loads base plus adapter;
     `lora_rank > 0` puts a fresh zero-initialised adapter on any other model (never on tiny ones)."""
@@ -77,12 +81,17 @@ def load_policy(model: str | ModelSpec = "tiny:a", device: str = "auto", backend
         pol = lora_pair(base, tok, rank=lora_rank, seed=seed, system=system, names=("A",))[0]
     else:
         pol = _full_policy(path, "policy", device, reference, system)
-    return _with_backend((pol,), backend, spec)[0]
+    return _with_backend((pol,), backend, spec, servers, adapter_dir)[0]
 
 
-def _with_backend(policies: tuple, backend: str, spec: ModelSpec):
+def _with_backend(policies: tuple, backend: str, spec: ModelSpec, servers: Sequence[str] = (),
+                  adapter_dir: str | None = None):
     if backend == "hf":
         return policies
+    if backend == "server":
+        from .server_backend import wrap_server
+
+        return wrap_server(policies, str(spec), servers, adapter_dir)
     from .vllm_backend import pick_backend, wrap_vllm
 
     chosen = pick_backend(backend, spec)

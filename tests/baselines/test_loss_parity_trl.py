@@ -18,7 +18,7 @@ from collections import defaultdict
 import pytest
 import torch
 
-from baselines.grpo_loss import policy_loss
+from baselines.grpo_loss import policy_loss, truncated_is_weights
 
 trl = pytest.importorskip("trl")
 from trl import GRPOConfig, GRPOTrainer  # noqa: E402
@@ -73,7 +73,7 @@ def _trl_trainer(loss_type: str, eps_low: float, eps_high: float | None, beta: f
 
 
 def trl_loss(logp, old, adv, mask, loss_type, eps_low=0.2, eps_high=0.2, ref=None, beta=0.0,
-             max_completion_length=None, bias_correction_kl=False):
+             max_completion_length=None, bias_correction_kl=False, is_ratio=None):
     """TRL's loss, d loss / d logp, and its logged metrics, on exactly these tensors.
 
     `bias_correction_kl=False` is TRL's plain k3 KL (the GRPO paper's, and ours); TRL 1.16's default (True)
@@ -91,15 +91,19 @@ def trl_loss(logp, old, adv, mask, loss_type, eps_low=0.2, eps_high=0.2, ref=Non
     }
     if beta:
         inputs["ref_per_token_logps"] = ref
+    if is_ratio is not None:  # the vLLM importance-sampling correction, as `_generate_and_score_completions` hands it on
+        t.use_vllm, t.vllm_importance_sampling_correction = True, True
+        inputs["importance_sampling_ratio"] = is_ratio
     loss = t._compute_loss(t.model, inputs)
     (grad,) = torch.autograd.grad(loss, leaf)
     metrics = {k: v[-1] for k, v in t._metrics["train"].items()}
     return loss.detach(), grad, metrics
 
 
-def our_loss(logp, old, adv, mask, loss_type, eps_low=0.2, eps_high=0.2, ref=None, beta=0.0, max_tokens=None):
+def our_loss(logp, old, adv, mask, loss_type, eps_low=0.2, eps_high=0.2, ref=None, beta=0.0, max_tokens=None,
+             token_weight=None):
     leaf = logp.detach().clone().requires_grad_(True)
-    loss, stats = policy_loss(leaf, old, adv, mask, loss_type, eps_low, eps_high, ref, beta, max_tokens)
+    loss, stats = policy_loss(leaf, old, adv, mask, loss_type, eps_low, eps_high, ref, beta, max_tokens, token_weight)
     (grad,) = torch.autograd.grad(loss, leaf)
     return loss.detach(), grad, stats
 
@@ -176,3 +180,18 @@ def test_trl_default_bias_corrected_kl_differs(loss_type):
     got, got_grad, _ = our_loss(logp, old, adv, mask, loss_type, ref=ref, beta=0.04)
     assert abs(float(got) - float(want)) <= TOL
     assert (got_grad - want_grad).abs().max() <= TOL
+
+
+@pytest.mark.parametrize("loss_type", ["grpo", "dapo", "dr_grpo"])
+def test_truncated_importance_sampling_matches_trl(loss_type):
+    """`--is-cap`: TRL's token_truncate weights (clip_max 3) on the per-token loss, KL term included."""
+    logp, _, adv, mask, ref = _batch(seed=5)
+    sampler = logp + torch.randn(logp.shape, generator=torch.Generator().manual_seed(1)) * 0.7  # a server's numbers
+    w = truncated_is_weights(logp, sampler, mask, cap=3.0)
+    assert (w == 3.0).any() and (w < 1).any()  # the cap and the down-weighting both show
+    old = logp.detach()  # on-policy, as the learner does with --is-cap
+    want, want_grad, _ = trl_loss(logp, old, adv, mask, loss_type, ref=ref, beta=0.04, is_ratio=w)
+    got, got_grad, _ = our_loss(logp, old, adv, mask, loss_type, ref=ref, beta=0.04, token_weight=w)
+    assert abs(float(got) - float(want)) <= TOL and (got_grad - want_grad).abs().max() <= TOL
+    plain, _, _ = our_loss(logp, old, adv, mask, loss_type, ref=ref, beta=0.04)
+    assert abs(float(plain) - float(got)) > 1e-3

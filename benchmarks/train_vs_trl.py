@@ -1,0 +1,269 @@
+"""Our GRPO step against TRL's GRPOTrainer on identical work, interleaved in one process.
+
+    python -m benchmarks.train_vs_trl                       # 5 rounds × 4 steps per side, 4 problems × G = 8
+    python -m benchmarks.train_vs_trl --rounds 9 --steps-per-round 4 --threads 2
+
+The work. Both sides train the shipped tiny model A from the same weights (ours through
+`load_policy("tiny:a", backend="hf")`, TRL's from `load_tiny("a")`) on the bundled arith hard
+train prompts in the game's own drafter prompt (`AgonGame(template="compact")`), with the
+same group size G, problems per step, completion length limit, temperature (top-p 1, no
+top-k), AdamW at a constant learning rate with no weight decay, gradient clipping at 1.0,
+the same loss type and clip range (0.2), advantages scaled by the group's std, β = 0, and
+one update per generation batch (TRL: num_iterations = 1, steps_per_generation = 1, so
+neither side recomputes old log-probs; ours scores under logits / T as TRL does,
+`--tempered-logprobs`). The reward is Agon's drafter reward from the same game: ours
+through `AgonGame.grade_solo`, TRL's through `agon_env.integrations.trl.AgonRewards`,
+which calls the same. Step s of each side trains on the same problems: TRL's dataset is
+the order our `batch_for_step` draws, read unshuffled (`shuffle_dataset=False`); the
+benchmark records the problem ids TRL's reward function saw, to check.
+
+Interleaving. TRL's `trainer.train()` runs once, for 1 + rounds × steps-per-round steps,
+and a `TrainerCallback` drives the rest: `on_train_begin` runs our warm-up step; after
+TRL's warm-up step, and after each of its rounds, `on_step_end` runs our next round of
+`baselines.grpo.grpo_step`s. So the order is ours, TRL (warm-up, left out), then rounds of
+ours then TRL's, each pair under the same machine load. One `train()` is more robust than
+calling `train()` per round: a second `train()` call rebuilds the scheduler and restarts
+the data loader and step count, which would need a checkpoint to resume. Each TRL step is
+timed from `on_step_begin` to `on_step_end`: generation, reward, loss forward (TRL also
+computes entropies there), backward, clipping and the optimizer step. The data loader's
+fetch (before `on_step_begin`) and TRL's logging (after `on_step_end`) fall outside that
+span, which can only flatter TRL. Each of ours is timed around `grpo_step`, its metrics
+included.
+
+Tokens. Completion tokens are counted from what each side generated: ours from the
+`completion_ids` of the `Generation`s its policy returned, TRL's from the `completion_ids`
+TRL passes its reward function (both end at, and include, the EOS token). TRL's own log
+(`completions/mean_length` × completions, logging every step) is kept as a cross-check.
+Per round: seconds per step and completion tokens per second; the table gives the median
+over rounds, and ours / TRL's median tokens per second against the issue's target (1.5×).
+
+TRL's settings: gradient_checkpointing=False (its default, True, recomputes the forward in
+the backward, a loss on a model this small), report_to none, no progress bar and no printed logs,
+logging every step (only the metric means it keeps anyway), no checkpoints, use_cpu, fp32, its
+default optimizer implementation (`optim`, recorded) and plain `model.generate` (no vLLM:
+there is no GPU; no continuous batching, which targets paged GPU attention).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import statistics
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass
+from importlib.metadata import version
+from pathlib import Path
+from typing import Literal
+
+import torch
+import tyro
+
+from agon_env import AgonGame
+from agon_env.integrations.trl import AgonRewards, drafter_dataset
+from baselines import grpo
+from baselines.policy import load_policy
+from baselines.policy.tiny import load_tiny
+from baselines.training import batch_for_step
+from baselines.update import make_optimizer
+from benchmarks.report import RESULTS, write_report
+from problems import load
+
+TARGET = 1.5  # issue 15: ours ≥ 1.5× TRL's completion tokens per second
+
+
+@dataclass
+class Args:
+    """Our GRPO step vs TRL's GRPOTrainer on identical work, interleaved in rounds (ours, then TRL's)."""
+
+    rounds: int = 5
+    """timed rounds; each runs --steps-per-round of our steps, then as many of TRL's (after one warm-up step each)"""
+    steps_per_round: int = 4
+    """optimizer steps per side per round"""
+    problems_per_step: int = 4
+    """problems per optimizer step (each gets a group of --group completions)"""
+    group: int = 8
+    """G: completions per problem"""
+    max_new_tokens: int = 128
+    """completion length limit in tokens (TRL's max_completion_length)"""
+    temperature: float = 0.7
+    """sampling temperature (top-p 1, no top-k)"""
+    lr: float = 1e-4
+    """AdamW learning rate, constant, no warm-up"""
+    loss_type: Literal["grpo", "dapo", "dr_grpo"] = "grpo"
+    """loss reduction on both sides: 'grpo', 'dapo' or 'dr_grpo'"""
+    seed: int = 0
+    """seed of both sides' sampling, TRL's init and the problem order"""
+    threads: int = 2
+    """torch CPU threads (torch.set_num_threads), for both sides"""
+    results_dir: str = str(RESULTS)
+    """where train_vs_trl.json and train_vs_trl.md go"""
+
+
+def _ours(args: Args, train_set, game):
+    """(our step function as `baselines.grpo.main` builds it, the grpo Args, and the token counter)."""
+    a = grpo.Args(problems_per_step=args.problems_per_step, rollouts_per_problem=args.group, lr=args.lr,
+                  lr_schedule="constant", warmup_frac=0.0, optimizer="adamw", max_grad_norm=1.0,
+                  loss_type=args.loss_type, eps_low=0.2, eps_high=0.2, scale_std=True, beta=0.0,
+                  tempered_logprobs=True, seed=args.seed, threads=args.threads, device="cpu", backend="hf",
+                  steps=1 + args.rounds * args.steps_per_round, progress=False)
+    a.sampling = dataclasses.replace(a.sampling, temperature=args.temperature, top_p=1.0,
+                                     max_new_tokens=args.max_new_tokens, greedy=False)
+    policy = load_policy("tiny:a", device="cpu", backend="hf", seed=args.seed, reference=False)
+    opt, sched = make_optimizer(policy, a)
+    made = [0, 0]  # completion tokens, completions since the last reset
+    generate = policy.generate
+
+    def counted(*pos, **kw):
+        groups = generate(*pos, **kw)
+        made[0] += sum(len(g.completion_ids) for gs in groups for g in gs)
+        made[1] += sum(len(gs) for gs in groups)
+        return groups
+    policy.generate = counted
+    return (lambda step: grpo.grpo_step(step, a, game, train_set, policy, opt, sched)), a, made
+
+
+def run(args: Args) -> dict:
+    """Both sides, interleaved; returns per-step records of each side and TRL's config."""
+    from transformers import PrinterCallback, TrainerCallback
+    from transformers.utils import logging as hf_logging
+    from trl import GRPOConfig, GRPOTrainer
+
+    hf_logging.disable_progress_bar()
+    warnings.filterwarnings("ignore", message=".*gradient_checkpointing.*", category=FutureWarning)
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    game = AgonGame(template="compact")  # the prompt the tiny pair was trained on
+    k, n_steps = args.steps_per_round, 1 + args.rounds * args.steps_per_round
+    train_set = load("arith", split="train", tier="hard")
+    our_step, our_args, made = _ours(args, train_set, game)
+    # step s of either side: the problems our batch_for_step draws for it (grpo_step's own call)
+    order = [batch_for_step(train_set, s, args.problems_per_step, our_args.seed) for s in range(n_steps)]
+    steps = {"ours": [], "trl": []}
+    seen = {"tokens": 0, "completions": 0, "ids": []}
+
+    def drafter_reward(prompts, completions, **columns):  # TRL names its logged reward after the function
+        seen["tokens"] += sum(len(ids) for ids in columns["completion_ids"])
+        seen["completions"] += len(completions)
+        seen["ids"] += [json.loads(p)["id"] for p in columns["problem"][::args.group]]
+        return rewards.drafter_reward(prompts, completions, **columns)
+
+    def ours_round(first: int, count: int):
+        for s in range(first, first + count):
+            made[:] = [0, 0]
+            t = time.perf_counter()
+            m = our_step(s)
+            secs = time.perf_counter() - t
+            if round(m["length"] * m["rollouts"]) != made[0]:
+                raise RuntimeError(f"our step {s}: counted {made[0]} tokens, its metrics say {m['length'] * m['rollouts']}")
+            steps["ours"].append({"step": s, "seconds": secs, "tokens": made[0], "completions": made[1],
+                                  "problems": [p.id for p in order[s]], "threads": torch.get_num_threads()})
+
+    class Interleave(TrainerCallback):
+        def on_train_begin(self, *_, **__):
+            ours_round(0, 1)  # our warm-up
+
+        def on_step_begin(self, *_, **__):
+            seen.update(tokens=0, completions=0, ids=[])
+            self.t = time.perf_counter()
+
+        def on_step_end(self, _args, state, *_, **__):
+            secs = time.perf_counter() - self.t
+            steps["trl"].append({"step": state.global_step - 1, "seconds": secs, "tokens": seen["tokens"],
+                                 "completions": seen["completions"], "problems": seen["ids"],
+                                 "threads": torch.get_num_threads()})
+            if (state.global_step - 1) % k == 0 and state.global_step < n_steps:
+                ours_round(state.global_step, k)  # our next round, before TRL's
+
+    rewards = AgonRewards(game)
+    model, tokenizer = load_tiny("a")
+    with tempfile.TemporaryDirectory(prefix="agon_train_vs_trl_") as out:
+        config = GRPOConfig(
+            output_dir=out, max_steps=n_steps, learning_rate=args.lr, lr_scheduler_type="constant", warmup_steps=0,
+            weight_decay=0.0, max_grad_norm=1.0, seed=args.seed, beta=0.0, loss_type=args.loss_type, epsilon=0.2,
+            scale_rewards="group", num_iterations=1, steps_per_generation=1, gradient_accumulation_steps=1,
+            per_device_train_batch_size=args.problems_per_step * args.group, num_generations=args.group,
+            temperature=args.temperature, top_p=1.0, top_k=0, max_completion_length=args.max_new_tokens,
+            shuffle_dataset=False, gradient_checkpointing=False, use_cpu=True, bf16=False, report_to="none",
+            logging_steps=1, save_strategy="no", disable_tqdm=True, dataloader_num_workers=0,
+        )
+        trainer = GRPOTrainer(model=model, processing_class=tokenizer, args=config, reward_funcs=drafter_reward,
+                              train_dataset=drafter_dataset([p for ps in order for p in ps], game),
+                              callbacks=[Interleave()])
+        trainer.remove_callback(PrinterCallback)  # disable_tqdm's stand-in prints every log line; not needed
+        trainer.train()
+    logged = [h for h in trainer.state.log_history if "completions/mean_length" in h]
+    for rec, h in zip(steps["trl"], logged):
+        rec["tokens_logged"] = round(h["completions/mean_length"] * rec["completions"])
+    settings = {key: getattr(config, key) for key in (
+        "gradient_checkpointing", "optim", "loss_type", "scale_rewards", "num_iterations", "steps_per_generation",
+        "epsilon", "beta", "max_grad_norm", "lr_scheduler_type", "logging_steps", "report_to", "disable_tqdm",
+        "use_vllm", "use_transformers_paged", "shuffle_dataset", "bf16", "use_cpu")}
+    settings["optim"] = getattr(settings["optim"], "value", settings["optim"])
+    settings["report_to"] = ",".join(settings["report_to"]) or "none"
+    return {"steps": steps, "trl_settings": settings}
+
+
+def rounds_of(records: list[dict], rounds: int, k: int) -> list[dict]:
+    """Per timed round (the warm-up step left out): seconds per step and completion tokens per second."""
+    out = []
+    for r in range(rounds):
+        block = records[1 + r * k:1 + (r + 1) * k]
+        secs, tokens = sum(x["seconds"] for x in block), sum(x["tokens"] for x in block)
+        out.append({"s_per_step": secs / len(block), "tokens_per_s": tokens / secs, "tokens": tokens,
+                    "completions": sum(x["completions"] for x in block)})
+    return out
+
+
+def main(args: Args) -> dict:
+    for name, low in (("rounds", 1), ("steps_per_round", 1), ("problems_per_step", 1), ("group", 2),
+                      ("max_new_tokens", 1), ("threads", 1)):
+        if getattr(args, name) < low:
+            raise SystemExit(f"error: --{name.replace('_', '-')} must be at least {low}, got {getattr(args, name)}")
+    t0 = time.perf_counter()
+    res = run(args)
+    steps = res["steps"]
+    per_round = {side: rounds_of(steps[side], args.rounds, args.steps_per_round) for side in steps}
+    med = {side: {key: statistics.median(r[key] for r in rs) for key in ("s_per_step", "tokens_per_s")}
+           for side, rs in per_round.items()}
+    ratio = med["ours"]["tokens_per_s"] / med["trl"]["tokens_per_s"]
+    n_timed = args.rounds * args.steps_per_round
+    rows = []
+    for side, label in (("ours", "baselines.grpo step"), ("trl", f"trl {version('trl')} GRPOTrainer")):
+        timed = steps[side][1:]
+        rows.append({"learner": label, "s/step": round(med[side]["s_per_step"], 3),
+                     "completion tokens/s": round(med[side]["tokens_per_s"], 1),
+                     "completions/step": round(sum(x["completions"] for x in timed) / n_timed, 1),
+                     "completion tokens/step": round(sum(x["tokens"] for x in timed) / n_timed, 1)})
+    rows.append({"learner": "ours / TRL", "s/step": round(med["ours"]["s_per_step"] / med["trl"]["s_per_step"], 3),
+                 "completion tokens/s": round(ratio, 3), "completions/step": "", "completion tokens/step": ""})
+    same = [o["problems"] == t["problems"] and o["completions"] == t["completions"]
+            for o, t in zip(steps["ours"], steps["trl"])]
+    s = res["trl_settings"]
+    notes = [
+        f"Median over {args.rounds} interleaved rounds (each: {args.steps_per_round} of our steps, then "
+        f"{args.steps_per_round} of TRL's), after one warm-up step each; tiny A on CPU, {args.threads} torch thread(s); "
+        f"arith hard train prompts, {args.problems_per_step} problems × G = {args.group} per step, "
+        f"≤ {args.max_new_tokens} tokens, T = {args.temperature}, AdamW lr {args.lr} constant, loss {args.loss_type}, "
+        f"β = 0, one update per generation batch, Agon's drafter reward.",
+        f"Identical work: same problems and completions per step on both sides in {sum(same)} of {len(same)} steps. "
+        "Each side samples its own completions, so completion lengths differ; tokens/s is the fair rate.",
+        f"TRL's settings: gradient_checkpointing={s['gradient_checkpointing']} (its default is True), "
+        f"optim={s['optim']} (its default), report_to={s['report_to']}, disable_tqdm={s['disable_tqdm']}, "
+        f"logging_steps={s['logging_steps']}, use_vllm={s['use_vllm']}, num_iterations={s['num_iterations']}, "
+        "fp32; its step is timed on_step_begin → on_step_end (data fetch and logging outside).",
+        f"Target ours ≥ {TARGET}× TRL's completion tokens/s: {'met' if ratio >= TARGET else 'not met'} ({ratio:.2f}×).",
+        f"torch {version('torch')}, transformers {version('transformers')}, trl {version('trl')}.",
+    ]
+    extra = {"args": dataclasses.asdict(args), "threads": args.threads, "ratio_tokens_per_s": ratio,
+             "target": TARGET, "target_met": ratio >= TARGET, "identical_work_steps": sum(same),
+             "median": med, "rounds": per_round, "steps": steps, "trl_settings": s,
+             "versions": {p: version(p) for p in ("torch", "transformers", "trl")}, "wall_s": time.perf_counter() - t0}
+    write_report("train_vs_trl", "GRPO step: ours vs TRL GRPOTrainer (tiny A, CPU, interleaved)", rows, notes,
+                 extra, out_dir=Path(args.results_dir))
+    return extra
+
+
+if __name__ == "__main__":
+    main(tyro.cli(Args))
