@@ -253,7 +253,7 @@ class ServerPolicy(Policy):
         path = self.adapter_dir / name
         self.hf.save(path)
         if self.version == 1:
-            from ..export import check_vllm_adapter  # what vLLM's loader refuses, named before a server is asked
+            from .adapters import check_vllm_adapter  # what vLLM's loader refuses, named before a server is asked
 
             check_vllm_adapter(path)
         self.pool.load_adapter(name, path)
