@@ -88,3 +88,30 @@ class Policy:
 
     def eval(self):
         return self
+
+
+class SamplerPolicy(Policy):
+    """A policy that samples elsewhere (an engine, a server) and trains, scores and saves through the
+    HF policy it wraps (`self.hf`); subclasses implement `generate`."""
+
+    hf: Policy
+
+    def token_logprobs(self, prompt_ids, completion_ids, temperature: float = 1.0):
+        return self.hf.token_logprobs(prompt_ids, completion_ids, temperature)
+
+    def reference_logprobs(self, prompt_ids, completion_ids, temperature: float = 1.0):
+        return self.hf.reference_logprobs(prompt_ids, completion_ids, temperature)
+
+    def parameters(self):
+        return self.hf.parameters()
+
+    def save(self, path):
+        self.hf.save(path)
+
+    def train(self):
+        self.hf.train()
+        return self
+
+    def eval(self):
+        self.hf.eval()
+        return self

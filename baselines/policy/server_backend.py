@@ -54,7 +54,7 @@ from typing import Sequence
 
 import torch
 
-from .base import Generation, Policy, SamplingParams
+from .base import Generation, Policy, SamplerPolicy, SamplingParams
 
 log = logging.getLogger("agon.policy")
 LAUNCH = ("VLLM_ALLOW_RUNTIME_LORA_UPDATING=True vllm serve {base} --enable-lora --max-loras 2 "
@@ -227,7 +227,7 @@ class ServerPool:
 
 
 # ---------------------------------------------------------------- the policy
-class ServerPolicy(Policy):
+class ServerPolicy(SamplerPolicy):
     """Samples on the server pool under its current adapter; trains and saves through the HF policy it wraps."""
 
     def __init__(self, hf, pool: ServerPool, adapter_dir: str | Path, tag: str = ""):
@@ -275,25 +275,6 @@ class ServerPolicy(Policy):
         return [to_generations(p, i, body, n, self.hf.decode, url)
                 for p, i, (body, url) in zip(prompts, ids, self.pool.complete(bodies))]
 
-    def token_logprobs(self, prompt_ids, completion_ids, temperature: float = 1.0):
-        return self.hf.token_logprobs(prompt_ids, completion_ids, temperature)
-
-    def reference_logprobs(self, prompt_ids, completion_ids, temperature: float = 1.0):
-        return self.hf.reference_logprobs(prompt_ids, completion_ids, temperature)
-
-    def parameters(self):
-        return self.hf.parameters()
-
-    def save(self, path):
-        self.hf.save(path)
-
-    def train(self):
-        self.hf.train()
-        return self
-
-    def eval(self):
-        self.hf.eval()
-        return self
 
 
 @torch.no_grad()

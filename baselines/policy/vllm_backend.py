@@ -32,7 +32,7 @@ from pathlib import Path
 
 import torch
 
-from .base import Generation, Policy, SamplingParams
+from .base import Generation, SamplerPolicy, SamplingParams
 from .spec import ModelSpec
 
 log = logging.getLogger("agon.policy")
@@ -138,7 +138,7 @@ class EngineConfig:
     holds the paper's 8,192 new tokens; a fixed default would exceed smaller models')"""
 
 
-class VLLMPolicy(Policy):
+class VLLMPolicy(SamplerPolicy):
     """Samples on the shared engine under its adapter; trains and saves through the HF `LoraPolicy`."""
 
     def __init__(self, hf, llm, registry: AdapterRegistry):
@@ -170,25 +170,6 @@ class VLLMPolicy(Policy):
                                  lora_request=lora, use_tqdm=False)
         return [to_generations(p, i, o.outputs) for p, i, o in zip(prompts, ids, outs)]
 
-    def token_logprobs(self, prompt_ids, completion_ids, temperature: float = 1.0):
-        return self.hf.token_logprobs(prompt_ids, completion_ids, temperature)
-
-    def reference_logprobs(self, prompt_ids, completion_ids, temperature: float = 1.0):
-        return self.hf.reference_logprobs(prompt_ids, completion_ids, temperature)
-
-    def parameters(self):
-        return self.hf.parameters()
-
-    def save(self, path):
-        self.hf.save(path)
-
-    def train(self):
-        self.hf.train()
-        return self
-
-    def eval(self):
-        self.hf.eval()
-        return self
 
 
 def wrap_vllm(policies: tuple, model: str, cfg: EngineConfig = EngineConfig()) -> tuple:
