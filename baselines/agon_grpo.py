@@ -110,6 +110,7 @@ def step_metrics(d_name, c_name, games, drafter_correct, r_d, r_c, families, len
         "length/drafter": sum(len_d) / max(len(len_d), 1), "length/challenger": sum(len_c) / max(len(len_c), 1),
         "zero_std/drafter": zero_std(r_d), "zero_std/challenger": zero_std(r_c),
         "clip_frac": (stats_d["clip_frac"] + stats_c["clip_frac"]) / 2, "kl": (stats_d["kl"] + stats_c["kl"]) / 2,
+        "sampler_gap": (stats_d["sampler_gap"] + stats_c["sampler_gap"]) / 2,
         "grad_norm/drafter": stats_d["grad_norm"], "grad_norm/challenger": stats_c["grad_norm"],
         "loss/drafter": stats_d["loss"], "loss/challenger": stats_c["loss"], "lr": lr, "step_time": step_time,
     }

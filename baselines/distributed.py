@@ -167,13 +167,13 @@ def loss_share(sequences: int, tokens: int, loss_type: str) -> float:
     return tokens / max(toks, 1) if loss_type == "dapo" else sequences / max(seqs, 1)
 
 
-def global_stats(loss: float, clip_frac: float, kl: float, tokens: int) -> tuple[float, float, float]:
-    """The update's loss (the sum of every rank's share) and its token means of clip_frac and kl over the
-    global batch; as given in one process."""
+def global_stats(loss: float, means: dict[str, float], tokens: int) -> tuple[float, dict[str, float]]:
+    """The update's loss (the sum of every rank's share) and its per-token `means` (clip_frac, kl, ...)
+    over the global batch; as given in one process."""
     if not active():
-        return loss, clip_frac, kl
-    total, clip, k, n = all_sum([loss, clip_frac * tokens, kl * tokens, tokens])
-    return total, clip / max(n, 1), k / max(n, 1)
+        return loss, means
+    total, *sums, n = all_sum([loss, *(v * tokens for v in means.values()), tokens])
+    return total, {k: v / max(n, 1) for k, v in zip(means, sums)}
 
 
 def all_reduce_grads(params: Sequence[torch.Tensor]) -> None:

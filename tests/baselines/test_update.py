@@ -79,6 +79,25 @@ def test_one_update_is_on_policy_and_the_kl_anchor_sees_the_start(tiny_batch, te
             p.copy_(s)
 
 
+def test_sampler_gap_reports_how_far_the_samplers_logprobs_are_from_the_recompute(tiny_batch):
+    """In-process sampling agrees with the recompute to float precision; a sampler whose numbers are off by
+    0.05 per token (a stand-in for a vLLM server's) shows exactly that gap."""
+    pol, gens = tiny_batch
+    start = [p.detach().clone() for p in pol.parameters()]
+    args = LearnerArgs(steps=10, lr=0.0, warmup_frac=0.0, sampling=SamplingParams(0.7, 1.0, 24))
+    opt, sched = make_optimizer(pol, args)
+    adv = torch.tensor([1.0, -1.0] * 4)
+    assert grpo_update(pol, opt, sched, gens, adv, args)["sampler_gap"] < 1e-4
+    off = [Generation(g.prompt, g.text, g.prompt_ids, g.completion_ids, [lp - 0.05 for lp in g.logprobs], g.finished)
+           for g in gens]
+    assert grpo_update(pol, opt, sched, off, adv, args)["sampler_gap"] == pytest.approx(0.05, abs=1e-4)
+    tempered = LearnerArgs(steps=10, lr=0.0, tempered_logprobs=True, sampling=SamplingParams(0.7, 1.0, 24))
+    assert grpo_update(pol, opt, sched, off, adv, tempered)["sampler_gap"] == 0.0  # not comparable: not measured
+    with torch.no_grad():
+        for p, s in zip(pol.parameters(), start):
+            p.copy_(s)
+
+
 class MixedPolicy(Policy):
     """Right on every sample of 'mixed' problems' even samples, wrong otherwise; trains nothing."""
 
@@ -99,7 +118,7 @@ def test_dynamic_sampling_refills_with_informative_groups(monkeypatch):
     policy = MixedPolicy({game.drafter_prompts([p])[0]: p.answer for p in train[:5]})  # 5 of 12 problems can be informative
     seen = []
     monkeypatch.setattr(grpo, "grpo_update", lambda pol, o, s, update, adv, a: seen.append((update, adv)) or
-                        {"loss": 0.0, "clip_frac": 0.0, "kl": 0.0, "grad_norm": 0.0})
+                        {"loss": 0.0, "clip_frac": 0.0, "kl": 0.0, "sampler_gap": 0.0, "grad_norm": 0.0})
     sched = type("S", (), {"step": lambda self: None, "get_last_lr": lambda self: [0.0]})()
     refilled = []
     for step in range(4):

