@@ -50,6 +50,7 @@ from baselines.config import policy_template
 from baselines.policy import SamplingParams, load_pair, load_policy
 from baselines.rollouts import Rollouts
 from baselines.runlog import RunDir
+from baselines.training import batch_for_step
 from baselines.update import make_optimizer
 from benchmarks.report import RESULTS, write_report
 
@@ -308,6 +309,35 @@ def profile(learners: list[Learner], args: Args, run_root: Path) -> tuple[dict, 
     return steps, patched
 
 
+def update_rate(learner: Learner, args: Args, reps: int = 3) -> dict:
+    """How close the update runs to this machine's arithmetic limit: the GRPO policy's log-prob forward
+    plus backward on one step's completions, in GFLOP/s at 6 · (non-embedding parameters) · (padded
+    tokens), beside a 2048² float32 matmul's GFLOP/s at the same threads."""
+    policy, g = learner.policies[0], learner.args
+    problems = batch_for_step(g.load("train", g.train_tiers), 0, g.problems_per_step, g.seed)
+    gens = [x for row in policy.generate(learner.game.drafter_prompts(problems), g.rollouts_per_problem, g.sampling,
+                                         seed=g.seed) for x in row]
+    pids, cids = [x.prompt_ids for x in gens], [x.completion_ids for x in gens]
+    tokens = len(gens) * (max(map(len, pids)) + max(map(len, cids)))
+    embed = policy.model.get_input_embeddings().weight
+    params = sum(p.numel() for p in policy.parameters() if p is not embed)
+    times = []
+    for _ in range(1 + reps):
+        t = time.perf_counter()
+        policy.token_logprobs(pids, cids)[0].sum().backward()
+        times.append(time.perf_counter() - t)
+        policy.model.zero_grad(set_to_none=True)
+    x = torch.randn(2048, 2048)
+    mm = []
+    for _ in range(1 + reps):
+        t = time.perf_counter()
+        x @ x
+        mm.append(time.perf_counter() - t)
+    update_s, mm_s = min(times[1:]), min(mm[1:])
+    return {"update_s": update_s, "padded_tokens": tokens, "params": params,
+            "update_gflops": 6 * params * tokens / update_s / 1e9, "matmul_gflops": 2 * 2048**3 / mm_s / 1e9}
+
+
 def summarise(steps: list[dict]) -> dict:
     """Mean seconds per step, per phase, and each phase's share of the total in %."""
     n, total = len(steps), sum(s["total_s"] for s in steps)
@@ -324,6 +354,7 @@ def main(args: Args) -> dict:
     with tempfile.TemporaryDirectory(prefix="step_profile-") as tmp:
         steps, patched = profile(learners, args, Path(tmp))
     prof = {name: summarise(ss) for name, ss in steps.items()}
+    rate = update_rate(learners[0], args)
     g, a = prof["GRPO"], prof["Agon GRPO"]
 
     rows = [{"phase": p, **{f"{name} {col}": v for name, s in prof.items()
@@ -348,6 +379,10 @@ def main(args: Args) -> dict:
         f"model {args.model!r} on {args.problems!r} (train split, tiers {args.train_tiers!r}), CPU, HF backend, "
         f"max {args.max_new_tokens} new tokens; mean of {args.steps} measured steps per learner after {args.warmup} "
         "warm-up step(s), the learners' steps alternating.",
+        f"The update's forward + backward alone (GRPO's {rate['padded_tokens']} padded tokens, best of 3) runs at "
+        f"{rate['update_gflops']:.0f} GFLOP/s (6 × {rate['params']:,} non-embedding parameters × tokens), against "
+        f"{rate['matmul_gflops']:.0f} GFLOP/s for one 2048² float32 matmul here: "
+        f"{100 * rate['update_gflops'] / rate['matmul_gflops']:.0f}% of what the cores do on large matmuls.",
         "Each phase is the time inside its seams exclusive of nested timed calls (see the module docstring); "
         "'other' is the rest of the step (advantages, inline metrics, glue). logging includes RunDir.log.",
         f"{args.threads} torch thread(s); torch {versions['torch']}, transformers {versions['transformers']}; "
@@ -355,7 +390,7 @@ def main(args: Args) -> dict:
     ]
     jpath, mpath = write_report(args.name, "Where a training step's time goes: GRPO vs Agon GRPO", rows, notes,
                                 {"config": dataclasses.asdict(args), "threads": args.threads, "versions": versions,
-                                 "wall_s": wall, "profiles": prof, "targets": targets},
+                                 "wall_s": wall, "profiles": prof, "targets": targets, "update_rate": rate},
                                 out_dir=Path(args.results_dir), command=args.command())
     return {"rows": rows, "profiles": prof, "targets": targets, "json": str(jpath), "md": str(mpath),
             "patched": patched}
