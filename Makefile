@@ -5,7 +5,7 @@ STAMP  := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test test-fast test-vllm-cpu bench clean
+.PHONY: install demo test test-fast test-vllm-cpu bench bench-comlrl clean
 
 # torch==2.13.0 first: it is a CPU build on local disk. A plain `torch` resolved by
 # another package would pull a CUDA build and ~15 nvidia packages.
@@ -48,5 +48,17 @@ test-vllm-cpu: install
 bench: install
 	$(PY) -m benchmarks.env_throughput
 
+# Opt-in: our Agon step against CoMLRL's MAGRPOTrainer (benchmarks/pair_vs_comlrl.py). CoMLRL
+# pulls wandb, openai and datasets and pins no CPU torch, so it gets its own virtualenv; the
+# game's graders it is paid by are imported from this checkout.
+COMLRL_VENV ?= .venv-comlrl
+bench-comlrl: install
+	test -x $(COMLRL_VENV)/bin/python || python3 -m venv $(COMLRL_VENV)
+	$(COMLRL_VENV)/bin/python -m pip install -q torch==2.13.0
+	$(COMLRL_VENV)/bin/python -m pip install -q comlrl==1.4.3 math-verify==0.9.0 gymnasium==1.4.0 pettingzoo==1.27.0 tyro==1.0.17
+	echo '*' > $(COMLRL_VENV)/.gitignore
+	$(PY) -m benchmarks.pair_vs_comlrl --comlrl-python $(COMLRL_VENV)/bin/python
+	$(PY) -m benchmarks.pair_vs_comlrl --comlrl-python $(COMLRL_VENV)/bin/python --model smollm2 --steps 3
+
 clean:
-	rm -rf $(VENV) $(VLLM_VENV) runs .pytest_cache
+	rm -rf $(VENV) $(VLLM_VENV) $(COMLRL_VENV) runs .pytest_cache
