@@ -161,6 +161,9 @@ class LearnerArgs(BaseArgs):
     which Adam's normalisation does not)"""
     max_grad_norm: float = 1.0
     """gradient clipping norm"""
+    micro_batch: int = 0
+    """completions per forward/backward of the update, gradients accumulated (0: all at once); the same
+    step within float rounding, with the update's activation memory bounded by this many completions"""
     loss_type: LossType = "grpo"
     """'grpo' (per-sequence mean), 'dapo' (token mean over the batch) or 'dr_grpo' (constant normaliser)"""
     scale_std: bool = True
@@ -211,6 +214,8 @@ class LearnerArgs(BaseArgs):
             raise SystemExit("error: --sampling.greedy: training needs sampled rollouts")
         if not 0.0 <= self.lr_floor <= 1.0:
             raise SystemExit(f"error: --lr-floor is a fraction of --lr, in [0, 1], got {self.lr_floor}")
+        if self.micro_batch < 0:
+            raise SystemExit(f"error: --micro-batch must be at least 1 (0: the whole batch at once), got {self.micro_batch}")
         if self.lr <= 0:
             raise SystemExit(f"error: --lr must be positive, got {self.lr}")
         if self.tempered_logprobs and self.sampling.temperature <= 0:

@@ -44,15 +44,24 @@ def grpo_update(policy: Policy, opt, sched, gens: Sequence[Generation], advantag
     opt.zero_grad(set_to_none=True)
     tokens = sum(len(g.completion_ids) for g in gens)
     share = dist.loss_share(len(gens), tokens, args.loss_type)  # 1.0 in one process: an exact no-op
-    loss, stats = torch.zeros(()), {"clip_frac": 0.0, "kl": 0.0, "sampler_gap": 0.0}
-    if gens:  # a rank may have nothing to update (dynamic sampling) and still joins the all-reduce
-        loss, stats = _loss(policy, gens, adv, args)
-        (loss * share).backward()
+    loss, stats = 0.0, {"clip_frac": 0.0, "kl": 0.0, "sampler_gap": 0.0}
+    size = args.micro_batch or max(len(gens), 1)
+    # a rank may have nothing to update (dynamic sampling) and still joins the all-reduce
+    for lo in range(0, len(gens), size):
+        part = gens[lo:lo + size]
+        part_tokens = sum(len(g.completion_ids) for g in part)
+        # each loss is a mean over its own part: weigh it by the part's share of this batch's normaliser
+        weight = part_tokens / tokens if args.loss_type == "dapo" else len(part) / len(gens)
+        part_loss, part_stats = _loss(policy, part, adv[lo:lo + size], args)
+        (part_loss * (share * weight)).backward()
+        loss += part_loss.item() * weight
+        for k, v in part_stats.items():  # per-token means
+            stats[k] += v * part_tokens / tokens
     dist.all_reduce_grads(policy.parameters())
     grad_norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), args.max_grad_norm)
     opt.step()
     sched.step()
-    total, means = dist.global_stats(loss.item() * share, stats, tokens)
+    total, means = dist.global_stats(loss * share, stats, tokens)
     return {"loss": total, "grad_norm": float(grad_norm), **means}
 
 

@@ -97,6 +97,9 @@ class Args:
     """AdamW learning rate, constant, no weight decay, both sides"""
     lora_rank: int = 16
     """rank of our two adapters on a one-base model (ignored for 'tiny')"""
+    micro_batch: int = 1
+    """ours: completions per forward/backward of each update (`--micro-batch`; 0: all at once); 1 is
+    CoMLRL's own granularity, one completion per forward/backward"""
     seed: int = 0
     """seed of the problem order, the adapters' initialisation and sampling"""
     threads: int = 2
@@ -167,7 +170,8 @@ class OursSide:
         b = spec["bench"]
         a = agon_grpo.Args(model=spec["ours_model"], problems_per_step=b["problems_per_step"], group_size=b["group"],
                            lr=b["lr"], lr_schedule="constant", warmup_frac=0.0, optimizer="adamw", beta=0.0,
-                           lora_rank=b["lora_rank"], seed=b["seed"], threads=b["threads"], device="cpu",
+                           lora_rank=b["lora_rank"], micro_batch=b["micro_batch"], seed=b["seed"],
+                           threads=b["threads"], device="cpu",
                            backend="hf", steps=1 + b["steps"], progress=False)
         a.sampling = dataclasses.replace(a.sampling, temperature=b["temperature"], top_p=1.0,
                                          max_new_tokens=b["max_new_tokens"], greedy=False)
@@ -427,7 +431,7 @@ def run(args: Args) -> dict:
     """Both sides, stepped alternately (ours, then CoMLRL's); their step records, memory and CoMLRL's settings."""
     python = comlrl_python(args)
     bench = {k: getattr(args, k) for k in ("steps", "problems_per_step", "group", "max_new_tokens", "temperature",
-                                           "lr", "lora_rank", "seed", "threads")}
+                                           "lr", "lora_rank", "micro_batch", "seed", "threads")}
     with tempfile.TemporaryDirectory(prefix="agon_pair_vs_comlrl_") as tmp:
         tmp = Path(tmp)
         if args.model == "tiny":
@@ -491,10 +495,14 @@ def table(summary: dict, memory: dict, labels: dict) -> tuple[list[dict], dict]:
 
 def report_name(args: Args) -> tuple[str, str]:
     """The results' file stem (one per model, so the tiny and SmolLM2 tables sit side by side) and its command."""
+    default = Args()
+    options = "".join(f" --{k.replace('_', '-')} {v}" for k, v in dataclasses.asdict(args).items()
+                      if k not in ("comlrl_python", "reply_timeout", "results_dir", "worker", "spec")
+                      and v != getattr(default, k))
+    command = "python -m benchmarks.pair_vs_comlrl" + options
     if args.model == "tiny":
-        return "pair_vs_comlrl", "python -m benchmarks.pair_vs_comlrl"
-    stem = "".join(c if c.isalnum() else "_" for c in Path(args.model).name)
-    return f"pair_vs_comlrl_{stem}", f"python -m benchmarks.pair_vs_comlrl --model {args.model} --steps {args.steps}"
+        return "pair_vs_comlrl", command
+    return "pair_vs_comlrl_" + "".join(c if c.isalnum() else "_" for c in Path(args.model).name), command
 
 
 def main(args: Args) -> dict:
@@ -523,7 +531,8 @@ def main(args: Args) -> dict:
         f"step each; CPU, {args.threads} torch thread(s) per worker; arith hard train problems, "
         f"{args.problems_per_step} problems × N = {args.group} rollouts per policy per step (2N per problem), "
         f"≤ {args.max_new_tokens} tokens, T = {args.temperature} (top-p 1, no top-k), AdamW lr {args.lr} constant, "
-        "no weight decay, one update per policy per step.",
+        "no weight decay, one update per policy per step; ours accumulates gradients over "
+        f"{args.micro_batch or 'all'} completion(s) per forward/backward (--micro-batch), CoMLRL over one.",
         f"Identical work: same problems, rollouts and drafter-prompt tokens per step on both sides in {sum(same)} of "
         f"{len(same)} steps. Each side samples its own completions, so lengths differ; tokens/s is the fair rate. "
         "Ours also builds and runs the challenger's longer prompts (problem + draft summary); CoMLRL's agent B reads "

@@ -2,7 +2,8 @@
 # The paper's setting (arXiv:2607.07690, Table 3): Qwen3-0.6B, DeepMath-103K hard split
 # (3,000 train / 300 held-out, +300 validation to choose the cascade direction), N = 8,
 # two rank-16 LoRA adapters on one frozen base, lr 5e-5 with linear decay and 10% warm-up,
-# vLLM sampling at T = 0.6, top-p 0.95.
+# vLLM sampling at T = 0.6, top-p 0.95. --micro-batch 4: each update's gradient is accumulated
+# over 4 completions per forward/backward, so 8k-token activations fit (the same step).
 #
 #   bash configs/paper_qwen3_0.6b.sh /path/to/DeepMath-103K/data [extra flags]
 #
@@ -20,5 +21,5 @@ python -m "$LEARNER" \
   --lora-rank 16 --lr 5e-5 --lr-schedule linear --warmup-frac 0.1 \
   --sampling.temperature 0.6 --sampling.top-p 0.95 --sampling.max-new-tokens 8192 \
   --eval.temperature 0.6 --eval.top-p 0.95 --eval.samples 4 --eval.problems 300 --eval.max-new-tokens 8192 \
-  --problems-per-step 8 --steps 375 --template default --backend auto --device cuda \
+  --problems-per-step 8 --steps 375 --template default --backend auto --device cuda --micro-batch 4 \
   --checkpoint-every 25 --eval-every 50 "$@"

@@ -105,3 +105,19 @@ def test_model_spec_parses_once(spec, parts, tiny):
 def test_model_spec_names_what_is_wrong(spec, msg):
     with pytest.raises(ValueError, match=msg):
         ModelSpec.parse(spec)
+
+
+@pytest.mark.parametrize("learner", ["agon_grpo", "grpo"])
+def test_the_papers_gpu_config_parses_for_both_learners(learner):
+    """configs/paper_qwen3_0.6b.sh runs on a GPU only; every flag it passes must still be an option of the learner."""
+    import importlib
+    import shlex
+    from pathlib import Path
+
+    import tyro
+
+    script = (Path(__file__).resolve().parents[2] / "configs" / "paper_qwen3_0.6b.sh").read_text()
+    call = script.split('python -m "$LEARNER"', 1)[1].replace("\\\n", " ").splitlines()[0]
+    argv = [a for a in shlex.split(call.replace("$DATA", "/data")) if a != "$@"]
+    args = tyro.cli(importlib.import_module(f"baselines.{learner}").Args, args=argv)
+    assert args.model == "Qwen/Qwen3-0.6B" and args.micro_batch == 4 and args.sampling.max_new_tokens == 8192

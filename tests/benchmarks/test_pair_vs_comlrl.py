@@ -33,9 +33,10 @@ def test_table_ratios_are_ours_over_comlrl(ours_peak, met):
 
 
 def test_report_names_one_file_per_model():
-    assert pvc.report_name(pvc.Args())[0] == "pair_vs_comlrl"
-    name, command = pvc.report_name(pvc.Args(model="smollm2", steps=3))
-    assert name == "pair_vs_comlrl_smollm2" and command.endswith("--model smollm2 --steps 3")
+    assert pvc.report_name(pvc.Args(results_dir="/tmp/x")) == ("pair_vs_comlrl", "python -m benchmarks.pair_vs_comlrl")
+    name, command = pvc.report_name(pvc.Args(model="smollm2", steps=3, micro_batch=0))
+    assert name == "pair_vs_comlrl_smollm2"
+    assert command == "python -m benchmarks.pair_vs_comlrl --model smollm2 --steps 3 --micro-batch 0"
     assert pvc.report_name(pvc.Args(model="/tmp/my-model.v2"))[0] == "pair_vs_comlrl_my_model_v2"
 
 
@@ -70,7 +71,7 @@ def test_distinct_pad_replaces_a_pad_token_that_the_prompts_contain():
 
 @pytest.mark.slow  # loads the tiny pair and runs two Agon steps in this process: a few seconds
 def test_our_worker_counts_every_generated_token_and_steps_the_same_problems():
-    b = dict(steps=1, problems_per_step=2, group=2, max_new_tokens=8, temperature=0.7, lr=1e-4, lora_rank=4,
+    b = dict(steps=1, problems_per_step=2, group=2, max_new_tokens=8, temperature=0.7, lr=1e-4, lora_rank=4, micro_batch=0,
              seed=0, threads=1)
     side = pvc.OursSide({"bench": b, "ours_model": "tiny"})
     ready = side.ready()
