@@ -4,7 +4,8 @@
     python -m benchmarks.pair_vs_comlrl --model smollm2 --steps 3  # LoRA pair on SmolLM2-135M vs two full copies
 
 CoMLRL lives in its own virtualenv, `.venv-comlrl` at the repository root (it pulls wandb,
-openai and datasets, and CoMLRL has no CPU-only torch pin). Build it without make:
+openai and datasets, and CoMLRL has no CPU-only torch pin). `make bench-comlrl` builds it and
+runs both commands above (about 11 minutes on 2 cores); by hand:
 
     python3 -m venv .venv-comlrl
     .venv-comlrl/bin/pip install torch==2.13.0          # first: the CPU build on this machine's disk
