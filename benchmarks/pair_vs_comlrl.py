@@ -71,6 +71,8 @@ from pathlib import Path
 
 import tyro
 
+from benchmarks.peak_memory import status_mib
+
 ROOT = Path(__file__).resolve().parent.parent
 MARK = "pair_vs_comlrl: "  # prefixes a worker's protocol lines on stdout; any other line is noise
 TARGET_SPEED, TARGET_MEMORY = 1.5, 0.6
@@ -121,13 +123,8 @@ class Args:
 # ---------------------------------------------------------------- what a worker measures and says
 def memory_mib() -> dict[str, float]:
     """This process's resident size now and its high-water mark (VmRSS, VmHWM), and ru_maxrss, in MiB."""
-    out = {"ru_maxrss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
-    with open("/proc/self/status") as f:
-        for line in f:
-            key, _, val = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
-                out[key] = int(val.split()[0]) / 1024
-    return out
+    return {"ru_maxrss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            **{field: status_mib(field) for field in ("VmRSS", "VmHWM")}}
 
 
 def _send(obj: dict) -> None:
@@ -139,14 +136,6 @@ def _wait(expected: str) -> None:
     line = sys.stdin.readline().strip()
     if line != expected:
         raise SystemExit(f"worker: expected {expected!r} from the parent, got {line!r}")
-
-
-def formatted_prompt(tokenizer, text: str) -> str:
-    """The text our HFPolicy feeds for `text` (no system turn): chat-templated if the tokenizer has a template."""
-    if getattr(tokenizer, "chat_template", None):
-        return tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True,
-                                             tokenize=False)
-    return text
 
 
 def warm_grader(game, problem) -> None:
@@ -265,7 +254,7 @@ def serve_comlrl(spec: dict) -> None:
     from transformers.utils import logging as hf_logging
 
     from agon_env import AgonGame
-    from baselines.policy.hf import load_hf  # the project's loader: the tiny pair's tokenizer needs it
+    from baselines.policy.hf import chat_prompt, load_hf  # the project's loader: the tiny pair's tokenizer needs it
     from problems import load
 
     base_memory = memory_mib()  # after imports, as ours
@@ -282,7 +271,7 @@ def serve_comlrl(spec: dict) -> None:
     agents, toks = [m for m, _ in loaded], [t for _, t in loaded]
     flat = [by_id[i] for ids in spec["order"] for i in ids]
     prompts = game.drafter_prompts(flat)  # both agents read the problem: one turn has no channel between them
-    texts = [formatted_prompt(toks[0], t) for t in prompts]
+    texts = [chat_prompt(toks[0], t) for t in prompts]  # what our HFPolicy feeds (no system turn)
     pad_note = [distinct_pad(m, t, texts) for m, t in loaded]
     ds = Dataset.from_dict({"prompt": texts, "problem_id": [p.id for p in flat]})
     timers = {"reward_s": 0.0}

@@ -109,7 +109,7 @@ class Args:
         return [x for k in keep for x in (f"--{k.replace('_', '-')}", str(getattr(self, k)))]
 
 
-def _status_mib(field: str) -> float:
+def status_mib(field: str) -> float:
     """A `VmRSS`/`VmHWM`-style line of /proc/self/status, in MiB."""
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith(field + ":"):
@@ -149,7 +149,7 @@ def worker(args: Args) -> dict:
     from baselines.policy.lora import lora_pair
 
     torch.set_num_threads(args.threads)
-    baseline = _status_mib("VmRSS")
+    baseline = status_mib("VmRSS")
     setup = args.worker
     if setup in ("adapter", "wide-adapter", "pair"):
         base, tok = _load(args.model)
@@ -160,7 +160,7 @@ def worker(args: Args) -> dict:
     else:
         policies = [HFPolicy(*_load(args.model), name=n) for n in ("A", "B")[:2 if setup == "two-full" else 1]]
         optimizers = [torch.optim.AdamW(pol.parameters(), lr=1e-5) for pol in policies]
-    loaded = _status_mib("VmRSS")
+    loaded = status_mib("VmRSS")
     for pol in policies:
         pol.train()
     gen = torch.Generator().manual_seed(args.seed)
@@ -170,7 +170,7 @@ def worker(args: Args) -> dict:
         _step(policies, optimizers, prompts, completions)
     trainable = {id(p): p.numel() for pol in policies for p in pol.parameters()}
     return {"setup": setup, "allocator": FIXED if os.environ.get(MMAP_ENV) else DEFAULT, "baseline_mib": baseline,
-            "loaded_mib": loaded, "peak_mib": _status_mib("VmHWM"), "trainable_params": sum(trainable.values()),
+            "loaded_mib": loaded, "peak_mib": status_mib("VmHWM"), "trainable_params": sum(trainable.values()),
             "prompt_tokens": len(prompts[0])}
 
 

@@ -18,6 +18,14 @@ from .sampling import _eos_ids, completion_logprobs, sample
 from .tiny import is_tiny_tokenizer
 
 
+def chat_prompt(tokenizer, prompt: str, system: str = "") -> str:
+    """The text a policy feeds for `prompt`: the chat template's user turn (after `system`, if any) with
+    the assistant's turn opened, where the tokenizer has a template; `prompt` itself otherwise."""
+    if not getattr(tokenizer, "chat_template", None):
+        return prompt
+    msgs = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
+    return tokenizer.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
+
 class HFPolicy(Policy):
     """A transformers causal LM as a policy (fully trainable).
 
@@ -49,11 +57,7 @@ class HFPolicy(Policy):
     # -- prompts
     def encode_prompt(self, prompt: str) -> list[int]:
         """The ids fed for `prompt`: chat-templated if the tokenizer has a template."""
-        tok = self.tokenizer
-        if getattr(tok, "chat_template", None):
-            msgs = ([{"role": "system", "content": self.system}] if self.system else []) + [{"role": "user", "content": prompt}]
-            prompt = tok.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
-        return tok(prompt, add_special_tokens=False)["input_ids"]
+        return self.tokenizer(chat_prompt(self.tokenizer, prompt, self.system), add_special_tokens=False)["input_ids"]
 
     def decode(self, ids: list[int]) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=True)
