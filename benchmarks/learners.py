@@ -4,7 +4,8 @@
 
 Runs `python -m baselines.agon_grpo` and `python -m baselines.grpo` with their defaults
 (the tiny pair, bundled arith, held-out hard tier) and writes one table: pass@1 before and
-after with 95% intervals, wall time and rollouts. Agon spends N = 8 drafts + 8 answers per
+after with 95% intervals, the paired change, wall time (whole run, and the part in training
+steps) and rollouts. Agon spends N = 8 drafts + 8 answers per
 problem per step; GRPO spends G = 16. One seed per learner: a smoke-sized comparison, not
 evidence either way (see benchmarks/replicate.py for seeds and intervals pooled over them).
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 
 from baselines import agon_grpo, grpo
+from baselines.report import fmt_delta
 from benchmarks.report import write_report
 
 
@@ -35,9 +37,10 @@ def main() -> None:
         for before, after in zip(s["before"], s["after"]):
             name = after["method"] + (" (chosen on validation)" if after["method"] == s["direction"] else "")
             rows.append({"learner": learner, "model": name, "pass@1 before": _pct(before), "pass@1 after": _pct(after),
+                         "Δ [paired 95% CI]": fmt_delta(s["deltas"].get(after["method"])),
                          "greedy before": round(100 * before["greedy"], 1), "greedy after": round(100 * after["greedy"], 1),
                          "length after": round(after["mean_length"], 1), "rollouts/problem/step": rollouts,
-                         "wall s (whole run)": round(s["wall_s"])})
+                         "wall s (whole run)": round(s["wall_s"]), "train s": round(s["train_s"])})
     t = a["trends"]
     notes = [f"held-out hard tier, {a['after'][0]['n']} samples per row; {args.steps} steps × "
              f"{a['args']['problems_per_step']} problems; seed {args.seed}"]

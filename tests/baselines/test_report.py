@@ -38,9 +38,11 @@ def test_final_table_marks_the_chosen_direction_and_writes_both_files(tmp_path):
 def test_final_table_shows_the_paired_change_and_a_falling_training_reward(tmp_path):
     before = [row("GRPO", 0.25, per_problem=[0.0, 0.5, 0.5, 0.0] * 25)]
     after = [row("GRPO", 0.35, per_problem=[0.1, 0.6, 0.6, 0.1] * 25)]
-    history = [{"step": i, "pass": 0.3 - 0.01 * i, "reward/mean": 0.8} for i in range(8)]
-    s = final_table(tmp_path, "grpo", LearnerArgs(), before, after, None, history, 1.0)
+    history = [{"step": i, "pass": 0.3 - 0.01 * i, "reward/mean": 0.8, "step_time": 0.5} for i in range(8)]
+    history.append({"step": 8, "eval/GRPO": 0.35})  # an evaluation point: no step time
+    s = final_table(tmp_path, "grpo", LearnerArgs(), before, after, None, history, 9.0)
     md = (tmp_path / "summary.md").read_text()
+    assert "9 s wall, 4 s of it in training steps" in md and s["train_s"] == pytest.approx(4.0)
     assert "Δ pass@1 [paired 95% CI]" in md and "| +10.0 [+10.0, +10.0] |" in md  # every problem moved the same way
     assert "paired bootstrap interval that resamples problems" in md
     assert "pass: 0.295 in the first quarter of steps → 0.235 in the last" in md
