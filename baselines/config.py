@@ -164,6 +164,10 @@ class LearnerArgs(BaseArgs):
     micro_batch: int = 0
     """completions per forward/backward of the update, gradients accumulated (0: all at once); the same
     step within float rounding, with the update's activation memory bounded by this many completions"""
+    share_prompts: bool = False
+    """the update computes each distinct prompt once and its completions attend to that KV cache (a GRPO
+    group's prompt once, not once per completion): the same step within float rounding, cheaper when
+    prompts are a large share of the tokens (HF backend; off keeps earlier runs' numbers bitwise)"""
     loss_type: LossType = "grpo"
     """'grpo' (per-sequence mean), 'dapo' (token mean over the batch) or 'dr_grpo' (constant normaliser)"""
     scale_std: bool = True

@@ -6,9 +6,10 @@ Why a run's numbers do not depend on how many processes it has:
 - problems: every rank draws the step's whole batch (`batch_for_step`, a function of the step alone)
   and keeps its contiguous block (`shard`). A problem's group, and in Agon its drafts and the answers to
   them, stay on one rank, so group advantages need no communication, and a resume draws the same batches.
-- sampling: each problem samples in its own `generate` call, seeded by (the step's seed, its index in
-  the global batch) (`Rollouts.sample(..., index=...)`), so its tokens do not depend on its rank or on
-  the other problems batched with it. A plain `python -m` run keeps one batched call per step with one
+- sampling: each problem draws from its own generator, seeded by (the step's seed, its index in the
+  global batch) (`Rollouts.sample(..., index=...)`, `Policy.generate_seeded`), so its tokens do not depend
+  on its rank or on the other problems batched with it (their logits can differ in the last bits, which
+  flips a sampled token only if a draw lands that close to a boundary). A plain `python -m` run keeps one batched call per step with one
   seed: its numbers are unchanged, and differ from a torchrun run's at any world size, 1 included.
 - gradients: each rank scales its loss by its share of the normaliser over the global batch (`loss_share`:
   tokens for 'dapo', sequences for 'grpo' and 'dr_grpo'), so the summed gradients are those of the

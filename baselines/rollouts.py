@@ -5,8 +5,9 @@ Completions are kept problem-major (all n of problem 0, then problem 1, ...), th
 [P, n] tensor whose rows are the groups that advantages are normalised within.
 
 Under torchrun, `index` gives each problem's position in the step's global batch; each problem
-then samples in its own call seeded by `problem_seed(seed, index)`, so its tokens are the same
-on whichever rank, beside whichever problems, it is sampled (see `baselines.distributed`).
+then draws from its own generator seeded by `problem_seed(seed, index)` (the problems still share
+one batched decode), so its tokens are the same on whichever rank, beside whichever problems, it
+is sampled (see `baselines.distributed`).
 """
 
 from __future__ import annotations
@@ -38,14 +39,15 @@ class Rollouts:
     def sample(cls, policy: Policy, problems: Sequence[Problem], prompts: Sequence[str], n: int,
                params: SamplingParams, seed: int | None, index: Sequence[int] | None = None) -> "Rollouts":
         """`n` completions of `policy` per prompt (one prompt per problem). With `index`, consecutive
-        prompts of one index (a problem, or the challenger's reads of its drafts) sample together in
-        their own call, seeded by (seed, index); without it, all in one call seeded by `seed`."""
+        prompts of one index (a problem, or the challenger's reads of its drafts) sample as one call
+        seeded by (seed, index) (`generate_seeded`, which batches the calls); without it, all in one
+        call seeded by `seed`."""
         if index is None:
             groups = policy.generate(list(prompts), n, params, seed)
         else:
-            groups = []
-            for j, run in groupby(range(len(prompts)), key=lambda i: index[i]):
-                groups += policy.generate([prompts[i] for i in run], n, params, problem_seed(seed, j))
+            groups = policy.generate_seeded([([prompts[i] for i in run], problem_seed(seed, j))
+                                             for j, run in groupby(range(len(prompts)), key=lambda i: index[i])],
+                                            n, params)
         return cls(list(problems), n, [g for gs in groups for g in gs[:n]], None if index is None else list(index))
 
     @property

@@ -73,7 +73,7 @@ def _loss(policy: Policy, gens: Sequence[Generation], adv: torch.Tensor, args: L
     two are at different temperatures, so it is 0 there and means nothing."""
     pids, cids = [g.prompt_ids for g in gens], [g.completion_ids for g in gens]
     temp = args.sampling.temperature if args.tempered_logprobs else 1.0
-    logp, mask = policy.token_logprobs(pids, cids, temperature=temp)
+    logp, mask = policy.token_logprobs(pids, cids, temperature=temp, share_prompts=args.share_prompts)
     weight, gap = None, 0.0
     if args.tempered_logprobs:  # one update per batch is exactly on-policy: the old policy is this one (TRL's choice too)
         old = logp.detach()
@@ -86,7 +86,7 @@ def _loss(policy: Policy, gens: Sequence[Generation], adv: torch.Tensor, args: L
         if args.is_cap:  # TRL's vLLM correction: on-policy ratio, each token weighted by trainer / sampler
             weight = truncated_is_weights(logp, old, mask, args.is_cap)
             old = logp.detach()
-    ref = policy.reference_logprobs(pids, cids, temperature=temp) if args.beta else None
+    ref = policy.reference_logprobs(pids, cids, temperature=temp, share_prompts=args.share_prompts) if args.beta else None
     ref = ref[0] if isinstance(ref, tuple) else ref
     loss, stats = policy_loss(logp, old, adv.to(logp.device), mask, args.loss_type, args.eps_low,
                               args.eps_high, ref, args.beta, args.sampling.max_new_tokens, weight)

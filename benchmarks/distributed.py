@@ -6,8 +6,9 @@ share of step time spent in collectives.
 Each case is a real launch of a learner on the tiny pair (GRPO on tiny A, Agon GRPO on both):
 `torchrun --standalone --nproc-per-node K` for K = 1 and 2 with the same --problems-per-step, so
 the global batch is equal and only its split differs, plus a plain `python -m` run as the
-reference (one batched sampling call per step and no torch.distributed, where a torchrun run
-samples each problem in its own call, see `baselines.distributed`).
+reference (no torch.distributed, and one generator for the step's whole sampling batch, where a
+torchrun run gives each problem its own generator within the same batched decode, see
+`baselines.distributed`).
 
 From rank 0's metrics.jsonl, over the steps after the first: steps/s is 1 / median `step_time`;
 comm share is the median of `comm_time / step_time`, the time inside collectives, which
@@ -90,15 +91,16 @@ def main(args: Args) -> None:
             raise SystemExit(f"error: --learners: unknown learner {learner!r}, expected some of {', '.join(MODULES)}")
         case = [measure(learner, k, args) for k in (None, 1, 2)]
         for row in case:
-            row["speed-up vs torchrun × 1"] = row["steps/s"] / case[1]["steps/s"]
+            row["speed-up vs plain"] = row["steps/s"] / case[0]["steps/s"]
         rows += case
     write_report("distributed", "Data parallel on CPU (gloo): 1 vs 2 processes at equal global batch", rows, notes=[
         f"tiny pair; {args.problems_per_step} problems per step in all, {args.group} rollouts (drafts) per problem, "
         f"{args.max_new_tokens} new tokens at most, {args.threads} thread(s) per process, {args.steps} steps "
         f"(medians over all but the first)",
         "comm share: median fraction of rank 0's step time inside collectives, waits for the slower rank included",
-        "torchrun samples each problem in its own call (so results match across world sizes); the plain row "
-        "samples a step in one batched call, and the gap between the two is that cost",
+        "under torchrun each problem draws from its own generator (so results match across world sizes) in one "
+        "batched decode per rank, as the plain row's step does with one generator: the plain and torchrun × 1 rows "
+        "do the same work, and the gap between them is torch.distributed's own overhead",
     ], extra={"args": vars(args)}, out_dir=Path(args.out))
 
 

@@ -2,7 +2,8 @@
 
 - `generate(prompts, n, params, seed)` samples `n` completions per prompt in one batch and
   returns, per sample, the text, the prompt and completion token ids and per-token
-  log-probs (`Generation`);
+  log-probs (`Generation`); `generate_seeded(calls, n, params)` makes several such calls, each
+  with its own seed, in as few batches as the backend can;
 - `token_logprobs(prompt_ids, completion_ids)` recomputes those log-probs with gradient,
   for the loss; `reference_logprobs` does it without gradient under the frozen reference
   (the LoRA base with adapters off, or a copy made at load) for a KL term.
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Sequence
 
 import torch
 
@@ -67,12 +69,22 @@ class Policy:
         """`n` completions per prompt, indexed [prompt][sample]; the same seed gives the same samples."""
         raise NotImplementedError
 
-    def token_logprobs(self, prompt_ids: list[list[int]], completion_ids: list[list[int]], temperature: float = 1.0):
+    def generate_seeded(self, calls: Sequence[tuple[list[str], int]], n: int = 1,
+                        params: SamplingParams = SamplingParams()) -> list[list[Generation]]:
+        """`generate(prompts, n, params, seed)` for each `(prompts, seed)` of `calls`, their groups
+        concatenated. A backend may batch the calls, each still drawing from its own seed, so a call's
+        samples do not depend on which calls share its batch (this default makes the calls one by one)."""
+        return [g for prompts, seed in calls for g in self.generate(list(prompts), n, params, seed)]
+
+    def token_logprobs(self, prompt_ids: list[list[int]], completion_ids: list[list[int]], temperature: float = 1.0,
+                       share_prompts: bool = False):
         """(logp [B, T], mask [B, T]) of each completion token, with gradient, right-padded;
-        under logits / `temperature` when it is not 1."""
+        under logits / `temperature` when it is not 1. `share_prompts`: a backend may compute each
+        distinct prompt once for all its completions (the same numbers up to float rounding)."""
         raise NotImplementedError
 
-    def reference_logprobs(self, prompt_ids: list[list[int]], completion_ids: list[list[int]], temperature: float = 1.0):
+    def reference_logprobs(self, prompt_ids: list[list[int]], completion_ids: list[list[int]], temperature: float = 1.0,
+                           share_prompts: bool = False):
         """Same as `token_logprobs` under the frozen reference, without gradient; None if the policy has none."""
         raise NotImplementedError
 
@@ -96,11 +108,11 @@ class SamplerPolicy(Policy):
 
     hf: Policy
 
-    def token_logprobs(self, prompt_ids, completion_ids, temperature: float = 1.0):
-        return self.hf.token_logprobs(prompt_ids, completion_ids, temperature)
+    def token_logprobs(self, prompt_ids, completion_ids, temperature: float = 1.0, share_prompts: bool = False):
+        return self.hf.token_logprobs(prompt_ids, completion_ids, temperature, share_prompts)
 
-    def reference_logprobs(self, prompt_ids, completion_ids, temperature: float = 1.0):
-        return self.hf.reference_logprobs(prompt_ids, completion_ids, temperature)
+    def reference_logprobs(self, prompt_ids, completion_ids, temperature: float = 1.0, share_prompts: bool = False):
+        return self.hf.reference_logprobs(prompt_ids, completion_ids, temperature, share_prompts)
 
     def parameters(self):
         return self.hf.parameters()

@@ -65,37 +65,77 @@ class HFPolicy(Policy):
     def generate(self, prompts, n=1, params=SamplingParams(), seed=None):
         if isinstance(prompts, str):
             raise TypeError("generate takes a list of prompt strings, got one str")
-        device = next(self.model.parameters()).device
-        gen = torch.Generator(device=device)
-        gen.manual_seed(seed if seed is not None else int(torch.randint(2**62, ()).item()))
-        encoded = [self.encode_prompt(p) for p in prompts]
-        flat = [(i, ids) for i, ids in enumerate(encoded) for _ in range(n)]
+        gen = self._generator(seed)
+        flat = [(i, ids) for i, ids in enumerate(map(self.encode_prompt, prompts)) for _ in range(n)]
         out: list[list[Generation]] = [[] for _ in prompts]
+        for s in range(0, len(flat), self.batch_size):  # one generator across the chunks of one call
+            chunk = flat[s:s + self.batch_size]
+            self._sample_rows(prompts, chunk, params, gen, out)
+        return out
+
+    def generate_seeded(self, calls, n=1, params=SamplingParams()):
+        """The calls batched together up to `batch_size` rows; within a batch each call's rows draw from
+        their own generator, so a call samples the tokens it would alone (its logits can differ from the
+        lone call's in the last bits: the padding and batch around it change the float reductions)."""
+        out: list[list[Generation]] = []
+        batch: list[tuple[list[str], int]] = []
+
+        def flush():
+            prompts = [p for ps, _ in batch for p in ps]
+            flat, draws, groups = [], [], [[] for _ in prompts]
+            for ps, seed in batch:
+                first = len(flat)  # n rows per prompt before this call's: its prompts start at first // n
+                flat += [(first // n + i, ids) for i, ids in enumerate(map(self.encode_prompt, ps)) for _ in range(n)]
+                draws.append((slice(first, len(flat)), self._generator(seed)))
+            self._sample_rows(prompts, flat, params, draws, groups)
+            out.extend(groups)
+            batch.clear()
+
+        for prompts, seed in calls:
+            rows = len(prompts) * n
+            if rows > self.batch_size:  # a call bigger than a batch runs alone, chunked as `generate` chunks it
+                if batch:
+                    flush()
+                out += self.generate(list(prompts), n, params, seed)
+                continue
+            if batch and sum(len(ps) for ps, _ in batch) * n + rows > self.batch_size:
+                flush()
+            batch.append((list(prompts), seed))
+        if batch:
+            flush()
+        return out
+
+    def _generator(self, seed: int | None) -> torch.Generator:
+        gen = torch.Generator(device=next(self.model.parameters()).device)
+        gen.manual_seed(seed if seed is not None else int(torch.randint(2**62, ()).item()))
+        return gen
+
+    def _sample_rows(self, prompts, rows, params, draws, out):
+        """Sample `rows` ((prompt index, prompt ids) each) in one batch, drawing as `sample` does from
+        `draws` (a generator, or (row slice, generator) pairs); appends each row's Generation to
+        `out[prompt index]`."""
         was_training = self.model.training
         self.model.eval()  # no dropout while sampling
         try:
             with self._active():
-                for s in range(0, len(flat), self.batch_size):
-                    chunk = flat[s:s + self.batch_size]
-                    res = sample(self.model, [ids for _, ids in chunk], params, self.eos, self.pad, gen)
-                    for (i, ids), (c, lp, fin) in zip(chunk, res):
-                        out[i].append(Generation(prompts[i], self.decode(c), list(ids), c, lp, fin))
+                res = sample(self.model, [ids for _, ids in rows], params, self.eos, self.pad, draws)
         finally:
             self.model.train(was_training)
-        return out
+        for (i, ids), (c, lp, fin) in zip(rows, res):
+            out[i].append(Generation(prompts[i], self.decode(c), list(ids), c, lp, fin))
 
-    def token_logprobs(self, prompt_ids, completion_ids, temperature: float = 1.0):
+    def token_logprobs(self, prompt_ids, completion_ids, temperature: float = 1.0, share_prompts: bool = False):
         with self._active():
-            return completion_logprobs(self.model, prompt_ids, completion_ids, self.pad, temperature)
+            return completion_logprobs(self.model, prompt_ids, completion_ids, self.pad, temperature, share_prompts)
 
     @torch.no_grad()
-    def reference_logprobs(self, prompt_ids, completion_ids, temperature: float = 1.0):
+    def reference_logprobs(self, prompt_ids, completion_ids, temperature: float = 1.0, share_prompts: bool = False):
         ref = self._reference()
         if ref is None:
             return None
         module, ctx = ref
         with ctx:
-            return completion_logprobs(module, prompt_ids, completion_ids, self.pad, temperature)
+            return completion_logprobs(module, prompt_ids, completion_ids, self.pad, temperature, share_prompts)
 
     def parameters(self):
         return [p for p in self.model.parameters() if p.requires_grad]

@@ -34,7 +34,13 @@ def _left_pad(seqs: list[list[int]], pad: int, device) -> tuple[torch.Tensor, to
     return ids.to(device), mask.to(device)
 
 
-def _pick(logits: torch.Tensor, params: SamplingParams, gen: torch.Generator) -> torch.Tensor:
+def _cache_key(model) -> str:
+    """The forward's KV-cache argument: transformers 5.2x renamed `past_key_values` to `cache`."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return "cache" if "cache" in inspect.signature(type(base).forward).parameters else "past_key_values"
+
+
+def _pick(logits: torch.Tensor, params: SamplingParams, gen) -> torch.Tensor:
     if params.greedy or params.temperature <= 0:
         return logits.argmax(-1)
     probs = torch.softmax(logits / params.temperature, -1)
@@ -42,13 +48,18 @@ def _pick(logits: torch.Tensor, params: SamplingParams, gen: torch.Generator) ->
         sp, si = probs.sort(-1, descending=True)
         drop = sp.cumsum(-1) - sp > params.top_p  # keep tokens until the mass before them reaches top_p
         probs = torch.zeros_like(probs).scatter(-1, si, sp.masked_fill(drop, 0.0))
-    return torch.multinomial(probs, 1, generator=gen).squeeze(-1)
+    if isinstance(gen, torch.Generator):
+        return torch.multinomial(probs, 1, generator=gen).squeeze(-1)
+    return torch.cat([torch.multinomial(probs[rows], 1, generator=g) for rows, g in gen]).squeeze(-1)
 
 
 @torch.no_grad()
 def sample(model, prompt_ids: list[list[int]], params: SamplingParams, eos: set[int], pad: int,
-           gen: torch.Generator) -> list[tuple[list[int], list[float], bool]]:
+           gen) -> list[tuple[list[int], list[float], bool]]:
     """Autoregressive sampling with a KV cache over a left-padded batch.
+
+    `gen` is one `torch.Generator` for every row, or a list of (row slice, generator) covering the
+    rows in order: each slice then draws from its own generator, as it would in a batch of its own.
 
     Returns (completion ids, raw-logit log-probs, finished) per row. Rows that finish keep
     being fed a pad token until all finish, so the batch stays rectangular.
@@ -64,10 +75,7 @@ def sample(model, prompt_ids: list[list[int]], params: SamplingParams, eos: set[
     else:
         from transformers import DynamicCache
 
-        # transformers 5.2x renamed `past_key_values` to `cache`; accept both
-        base = model.get_base_model() if hasattr(model, "get_base_model") else model
-        key = "cache" if "cache" in inspect.signature(type(base).forward).parameters else "past_key_values"
-        kw = {key: DynamicCache(), "use_cache": True}
+        kw = {_cache_key(model): DynamicCache(), "use_cache": True}
         step = lambda ids, mask, pos: model(input_ids=ids, attention_mask=mask, position_ids=pos,  # noqa: E731
                                             **kw).logits[:, -1].float()
     logits = step(ids, mask, pos)
@@ -97,7 +105,7 @@ def sample(model, prompt_ids: list[list[int]], params: SamplingParams, eos: set[
 
 
 def completion_logprobs(model, prompt_ids: list[list[int]], completion_ids: list[list[int]], pad: int,
-                        temperature: float = 1.0):
+                        temperature: float = 1.0, share_prompts: bool = False):
     """(logp [B, T], mask [B, T]) of completion tokens; prompts left-padded, completions right-padded.
 
     `temperature` != 1 scores under logits / temperature (TRL's convention: the sampler's
@@ -105,22 +113,31 @@ def completion_logprobs(model, prompt_ids: list[list[int]], completion_ids: list
 
     That layout is the sampler's, so the two agree to float precision, and only the last
     T+1 positions go through the LM head (a big vocabulary times a long prompt is costly).
+
+    `share_prompts`: each distinct prompt goes through the model once, and its completions attend
+    to its (differentiable) KV cache, so a GRPO group's prompt is computed once rather than once
+    per completion. The same function; its numbers differ from the unshared ones in the last bits.
     """
     if len(prompt_ids) != len(completion_ids):
         raise ValueError(f"token_logprobs needs as many prompts as completions, got {len(prompt_ids)} and {len(completion_ids)}")
     if any(len(c) == 0 for c in completion_ids):
         raise ValueError("token_logprobs got an empty completion; every completion needs at least one token")
     device = next(model.parameters()).device
-    pids, pmask = _left_pad(prompt_ids, pad, device)
     T = max(len(c) for c in completion_ids)
     cids = torch.full((len(completion_ids), T), pad, dtype=torch.long, device=device)
     cmask = torch.zeros((len(completion_ids), T), dtype=torch.long, device=device)
     for i, c in enumerate(completion_ids):
         cids[i, :len(c)] = torch.tensor(c, device=device)
         cmask[i, :len(c)] = 1
-    ids, mask = torch.cat([pids, cids], 1), torch.cat([pmask, cmask], 1)
-    pos = (mask.cumsum(-1) - 1).clamp(min=0)
-    logits = model(input_ids=ids, attention_mask=mask, position_ids=pos, logits_to_keep=T + 1).logits[:, :-1].float()
+    distinct: dict[tuple[int, ...], int] = {}
+    which = [distinct.setdefault(tuple(p), len(distinct)) for p in prompt_ids]
+    if share_prompts and len(distinct) < len(prompt_ids):
+        logits = _shared_prompt_logits(model, [list(p) for p in distinct], which, cids, cmask, pad)
+    else:
+        pids, pmask = _left_pad(prompt_ids, pad, device)
+        ids, mask = torch.cat([pids, cids], 1), torch.cat([pmask, cmask], 1)
+        pos = (mask.cumsum(-1) - 1).clamp(min=0)
+        logits = model(input_ids=ids, attention_mask=mask, position_ids=pos, logits_to_keep=T + 1).logits[:, :-1].float()
     if temperature != 1.0:
         if temperature <= 0:
             raise ValueError(f"token_logprobs temperature must be positive, got {temperature}")
@@ -128,3 +145,24 @@ def completion_logprobs(model, prompt_ids: list[list[int]], completion_ids: list
     logp = logits.gather(-1, cids[..., None]).squeeze(-1) - logits.logsumexp(-1)
     m = cmask.to(logp.dtype)
     return logp * m, m
+
+
+def _shared_prompt_logits(model, prompts, which, cids, cmask, pad):
+    """The [B, T, V] next-token logits at each completion position, the prompts computed once:
+    row i's completion continues prompt `which[i]`'s cache, at the positions it would have had."""
+    from transformers import DynamicCache
+
+    device = cids.device
+    pids, pmask = _left_pad(prompts, pad, device)
+    cache = DynamicCache()
+    first = model(input_ids=pids, attention_mask=pmask, position_ids=(pmask.cumsum(-1) - 1).clamp(min=0),
+                  use_cache=True, logits_to_keep=1, **{_cache_key(model): cache}).logits[:, -1]
+    rows = torch.tensor(which, device=device)
+    if cids.shape[1] == 1:
+        return first[rows, None].float()
+    cache.batch_select_indices(rows)  # indexing: the gradient of each shared prompt sums over its rows
+    mask = torch.cat([pmask[rows], cmask], 1)
+    pos = pmask.sum(-1)[rows, None] + torch.arange(cids.shape[1], device=device)
+    rest = model(input_ids=cids[:, :-1], attention_mask=mask[:, :-1], position_ids=pos[:, :-1], use_cache=True,
+                 **{_cache_key(model): cache}).logits
+    return torch.cat([first[rows, None], rest], 1).float()

@@ -126,6 +126,36 @@ def test_micro_batches_accumulate_the_whole_batchs_step(tiny_batch, loss_type):
         assert torch.equal(p.detach(), s)
 
 
+@pytest.mark.parametrize("loss_type, micro", [("grpo", 0), ("dapo", 3)])
+def test_shared_prompts_take_the_same_step(tiny_batch, loss_type, micro):
+    """--share-prompts computes each group's prompt once (two prompts of unequal length, four completions
+    each, one of a single token): the same log-probs, reference log-probs, gradient and stats."""
+    pol, gens = tiny_batch
+    cut = [24, 1, 17, 24, 9, 24, 2, 13]
+    gens = [Generation(g.prompt, g.text, g.prompt_ids, g.completion_ids[:k], g.logprobs[:k], g.finished)
+            for g, k in zip(gens, cut)]
+    pids, cids = [g.prompt_ids for g in gens], [g.completion_ids for g in gens]
+    assert len({tuple(p) for p in pids}) == 2 and len({len(p) for p in pids}) == 2
+    for score in (pol.token_logprobs, pol.reference_logprobs):
+        (plain, m0), (shared, m1) = score(pids, cids), score(pids, cids, share_prompts=True)
+        assert torch.equal(m0, m1)
+        torch.testing.assert_close(shared, plain, rtol=0, atol=1e-5)
+    adv = torch.tensor([1.0, -0.5, 0.25, -1.0, 0.5, 2.0, -2.0, 0.75])
+    out = {}
+    for share in (False, True):
+        args = LearnerArgs(steps=10, lr=0.0, warmup_frac=0.0, loss_type=loss_type, beta=0.1, micro_batch=micro,
+                           share_prompts=share, sampling=SamplingParams(0.7, 1.0, 24))
+        opt, sched = make_optimizer(pol, args)
+        stats = grpo_update(pol, opt, sched, gens, adv, args)
+        out[share] = stats, [p.grad.clone() for p in pol.parameters()]
+    (plain, g_plain), (shared, g_shared) = out[False], out[True]
+    for k in ("loss", "clip_frac", "kl", "sampler_gap", "grad_norm"):
+        assert shared[k] == pytest.approx(plain[k], rel=1e-4, abs=1e-6), k
+    assert any(g.abs().max() > 0 for g in g_plain)
+    for a, b in zip(g_plain, g_shared):
+        torch.testing.assert_close(b, a, rtol=1e-4, atol=1e-6)
+
+
 def test_negative_micro_batch_is_refused():
     with pytest.raises(SystemExit, match="--micro-batch"):
         LearnerArgs(micro_batch=-1).validate("group-size", 4)

@@ -61,6 +61,25 @@ def test_generation_fields_and_seeding(model, tok):
         assert tok.eos_token_id not in g.completion_ids[:-1]
 
 
+def test_seeded_calls_batched_sample_what_each_call_samples_alone(model, tok):
+    """What torchrun's per-problem seeds rest on: batching calls changes no call's tokens."""
+    from baselines.policy import Policy
+
+    pol = HFPolicy(model, tok, "A", batch_size=8)
+    p = SamplingParams(temperature=1.0, max_new_tokens=30)
+    # n = 2: 2, 4, 12 (over the batch: alone), 6, 2 rows -> batches [2, 4], [12], [6, 2]
+    calls = [(PROMPTS[:1], 11), (PROMPTS[1:], 12), (PROMPTS * 2, 15), (PROMPTS, 13), (PROMPTS[2:], 14)]
+    alone = Policy.generate_seeded(pol, calls, 2, p)  # the interface's default: one generate call each
+    batched = pol.generate_seeded(calls, 2, p)
+    swapped = pol.generate_seeded(calls[::-1], 2, p)  # other neighbours, other padding
+    ids = lambda gs: [[g.completion_ids for g in r] for r in gs]  # noqa: E731
+    assert ids(batched) == ids(alone) and ids(swapped) == ids([g for c in calls[::-1] for g in pol.generate(*c[:1], 2, p, c[1])])
+    assert [g.prompt for r in batched for g in r] == [q for ps, _ in calls for q in ps for _ in range(2)]
+    assert ids(batched)[0] != ids(batched)[3]  # PROMPTS[0] under seeds 11 and 15: each call has its own draws
+    for x, y in zip((g for r in batched for g in r), (g for r in alone for g in r)):
+        torch.testing.assert_close(torch.tensor(x.logprobs), torch.tensor(y.logprobs), atol=1e-5, rtol=0)
+
+
 def test_tiny_top_p_keeps_only_the_top_token(model, tok):
     pol = HFPolicy(model, tok, "A")
     greedy = pol.generate(PROMPTS, params=SamplingParams(max_new_tokens=20, greedy=True))
@@ -120,6 +139,23 @@ def test_lora_a_is_exact_noop_and_b_differs(model, tok):
 
     assert not supports(b.model)
     _check_logprobs(b, b.generate(PROMPTS, n=2, params=SamplingParams(max_new_tokens=15), seed=2))
+
+
+def test_lora_shared_prompts_give_the_same_logprobs_and_gradient(model, tok):
+    """--share-prompts through peft: the adapter's gradient flows through the shared prompt cache too."""
+    a, b = lora_pair(model, tok, rank=4, b_init_std=0.05, seed=0)
+    args = _ids(b, n=3)
+    grads = []
+    for share in (False, True):
+        lp, mask = b.token_logprobs(*args, share_prompts=share)
+        (lp.sum() / mask.sum()).backward()
+        grads.append([p.grad.clone() for p in b.parameters()])
+        for p in b.parameters():
+            p.grad = None
+    for x, y in zip(*grads):
+        torch.testing.assert_close(y, x, rtol=1e-4, atol=1e-6)
+    torch.testing.assert_close(b.reference_logprobs(*args, share_prompts=True)[0], b.reference_logprobs(*args)[0],
+                               rtol=0, atol=1e-5)
 
 
 def test_one_step_updates_both_adapters(model, tok):
