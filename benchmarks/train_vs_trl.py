@@ -21,7 +21,10 @@ Interleaving. TRL's `trainer.train()` runs once, for 1 + rounds × steps-per-rou
 and a `TrainerCallback` drives the rest: `on_train_begin` runs our warm-up step; after
 TRL's warm-up step, and after each of its rounds, `on_step_end` runs our next round of
 `baselines.grpo.grpo_step`s. So the order is ours, TRL (warm-up, left out), then rounds of
-ours then TRL's, each pair under the same machine load. One `train()` is more robust than
+ours then TRL's, each pair under the same machine load. "Ours" is two sides, each with its own
+copy of the model and optimizer, run one after the other in every round: the learners' defaults,
+and `--share-prompts` (each group's prompt computed once in the update), so the option's gain is
+measured under the same load as the rest. One `train()` is more robust than
 calling `train()` per round: a second `train()` call rebuilds the scheduler and restarts
 the data loader and step count, which would need a checkpoint to resume. Each TRL step is
 timed from `on_step_begin` to `on_step_end`: generation, reward, loss forward (TRL also
@@ -35,7 +38,7 @@ Tokens. Completion tokens are counted from what each side generated: ours from t
 TRL passes its reward function (both end at, and include, the EOS token). TRL's own log
 (`completions/mean_length` × completions, logging every step) is kept as a cross-check.
 Per round: seconds per step and completion tokens per second; the table gives the median
-over rounds, and ours / TRL's median tokens per second against the issue's target (1.5×).
+over rounds, and each of ours / TRL's median tokens per second against the issue's target (1.5×).
 
 TRL's settings: gradient_checkpointing=False (its default, True, recomputes the forward in
 the backward, a loss on a model this small), report_to none, no progress bar and no printed logs,
@@ -71,6 +74,7 @@ from benchmarks.report import RESULTS, write_report
 from problems import load
 
 TARGET = 1.5  # issue 15: ours ≥ 1.5× TRL's completion tokens per second
+OURS = {"ours": "baselines.grpo step", "ours_shared": "baselines.grpo step --share-prompts"}
 
 
 @dataclass
@@ -101,12 +105,12 @@ class Args:
     """where train_vs_trl.json and train_vs_trl.md go"""
 
 
-def _ours(args: Args, train_set, game):
+def _ours(args: Args, train_set, game, share_prompts: bool):
     """(our step function as `baselines.grpo.main` builds it, the grpo Args, and the token counter)."""
     a = grpo.Args(problems_per_step=args.problems_per_step, rollouts_per_problem=args.group, lr=args.lr,
                   lr_schedule="constant", warmup_frac=0.0, optimizer="adamw", max_grad_norm=1.0,
                   loss_type=args.loss_type, eps_low=0.2, eps_high=0.2, scale_std=True, beta=0.0,
-                  tempered_logprobs=True, seed=args.seed, threads=args.threads, device="cpu", backend="hf",
+                  tempered_logprobs=True, share_prompts=share_prompts, seed=args.seed, threads=args.threads, device="cpu", backend="hf",
                   steps=1 + args.rounds * args.steps_per_round, progress=False)
     a.sampling = dataclasses.replace(a.sampling, temperature=args.temperature, top_p=1.0,
                                      max_new_tokens=args.max_new_tokens, greedy=False)
@@ -137,10 +141,10 @@ def run(args: Args) -> dict:
     game = AgonGame(template="compact")  # the prompt the tiny pair was trained on
     k, n_steps = args.steps_per_round, 1 + args.rounds * args.steps_per_round
     train_set = load("arith", split="train", tier="hard")
-    our_step, our_args, made = _ours(args, train_set, game)
-    # step s of either side: the problems our batch_for_step draws for it (grpo_step's own call)
-    order = [batch_for_step(train_set, s, args.problems_per_step, our_args.seed) for s in range(n_steps)]
-    steps = {"ours": [], "trl": []}
+    ours = {side: _ours(args, train_set, game, share) for side, share in (("ours", False), ("ours_shared", True))}
+    # step s of every side: the problems our batch_for_step draws for it (grpo_step's own call)
+    order = [batch_for_step(train_set, s, args.problems_per_step, args.seed) for s in range(n_steps)]
+    steps = {"ours": [], "ours_shared": [], "trl": []}
     seen = {"tokens": 0, "completions": 0, "ids": []}
 
     def drafter_reward(prompts, completions, **columns):  # TRL names its logged reward after the function
@@ -150,15 +154,17 @@ def run(args: Args) -> dict:
         return rewards.drafter_reward(prompts, completions, **columns)
 
     def ours_round(first: int, count: int):
-        for s in range(first, first + count):
-            made[:] = [0, 0]
-            t = time.perf_counter()
-            m = our_step(s)
-            secs = time.perf_counter() - t
-            if round(m["length"] * m["rollouts"]) != made[0]:
-                raise RuntimeError(f"our step {s}: counted {made[0]} tokens, its metrics say {m['length'] * m['rollouts']}")
-            steps["ours"].append({"step": s, "seconds": secs, "tokens": made[0], "completions": made[1],
-                                  "problems": [p.id for p in order[s]], "threads": torch.get_num_threads()})
+        for side, (our_step, _, made) in ours.items():  # our default, then --share-prompts
+            for s in range(first, first + count):
+                made[:] = [0, 0]
+                t = time.perf_counter()
+                m = our_step(s)
+                secs = time.perf_counter() - t
+                if round(m["length"] * m["rollouts"]) != made[0]:
+                    raise RuntimeError(f"{side} step {s}: counted {made[0]} tokens, its metrics say "
+                                       f"{m['length'] * m['rollouts']}")
+                steps[side].append({"step": s, "seconds": secs, "tokens": made[0], "completions": made[1],
+                                    "problems": [p.id for p in order[s]], "threads": torch.get_num_threads()})
 
     class Interleave(TrainerCallback):
         def on_train_begin(self, *_, **__):
@@ -227,37 +233,41 @@ def main(args: Args) -> dict:
     per_round = {side: rounds_of(steps[side], args.rounds, args.steps_per_round) for side in steps}
     med = {side: {key: statistics.median(r[key] for r in rs) for key in ("s_per_step", "tokens_per_s")}
            for side, rs in per_round.items()}
-    ratio = med["ours"]["tokens_per_s"] / med["trl"]["tokens_per_s"]
+    ratio = {side: med[side]["tokens_per_s"] / med["trl"]["tokens_per_s"] for side in OURS}
     n_timed = args.rounds * args.steps_per_round
     rows = []
-    for side, label in (("ours", "baselines.grpo step"), ("trl", f"trl {version('trl')} GRPOTrainer")):
+    for side, label in (*OURS.items(), ("trl", f"trl {version('trl')} GRPOTrainer")):
         timed = steps[side][1:]
         rows.append({"learner": label, "s/step": round(med[side]["s_per_step"], 3),
                      "completion tokens/s": round(med[side]["tokens_per_s"], 1),
                      "completions/step": round(sum(x["completions"] for x in timed) / n_timed, 1),
                      "completion tokens/step": round(sum(x["tokens"] for x in timed) / n_timed, 1)})
-    rows.append({"learner": "ours / TRL", "s/step": round(med["ours"]["s_per_step"] / med["trl"]["s_per_step"], 3),
-                 "completion tokens/s": round(ratio, 3), "completions/step": "", "completion tokens/step": ""})
-    same = [o["problems"] == t["problems"] and o["completions"] == t["completions"]
-            for o, t in zip(steps["ours"], steps["trl"])]
+    for side, label in OURS.items():
+        rows.append({"learner": f"{label} / TRL", "s/step": round(med[side]["s_per_step"] / med["trl"]["s_per_step"], 3),
+                     "completion tokens/s": round(ratio[side], 3), "completions/step": "", "completion tokens/step": ""})
+    same = [o["problems"] == t["problems"] == x["problems"] and o["completions"] == t["completions"] == x["completions"]
+            for o, x, t in zip(steps["ours"], steps["ours_shared"], steps["trl"])]
     s = res["trl_settings"]
     notes = [
-        f"Median over {args.rounds} interleaved rounds (each: {args.steps_per_round} of our steps, then "
-        f"{args.steps_per_round} of TRL's), after one warm-up step each; tiny A on CPU, {args.threads} torch thread(s); "
+        f"Median over {args.rounds} interleaved rounds (each: {args.steps_per_round} steps of ours at the learners' "
+        f"defaults, as many with `--share-prompts` (each group's prompt computed once in the update: the same step "
+        f"within float rounding), then {args.steps_per_round} of TRL's), after one warm-up step each; tiny A on CPU, "
+        f"{args.threads} torch thread(s); "
         f"arith hard train prompts, {args.problems_per_step} problems × G = {args.group} per step, "
         f"≤ {args.max_new_tokens} tokens, T = {args.temperature}, AdamW lr {args.lr} constant, loss {args.loss_type}, "
         f"β = 0, one update per generation batch, Agon's drafter reward.",
-        f"Identical work: same problems and completions per step on both sides in {sum(same)} of {len(same)} steps. "
+        f"Identical work: same problems and completions per step on all three in {sum(same)} of {len(same)} steps. "
         "Each side samples its own completions, so completion lengths differ; tokens/s is the fair rate.",
         f"TRL's settings: gradient_checkpointing={s['gradient_checkpointing']} (its default is True), "
         f"optim={s['optim']} (its default), report_to={s['report_to']}, disable_tqdm={s['disable_tqdm']}, "
         f"logging_steps={s['logging_steps']}, use_vllm={s['use_vllm']}, num_iterations={s['num_iterations']}, "
         "fp32; its step is timed on_step_begin → on_step_end (data fetch and logging outside).",
-        f"Target ours ≥ {TARGET}× TRL's completion tokens/s: {'met' if ratio >= TARGET else 'not met'} ({ratio:.2f}×).",
+        *(f"Target ours ≥ {TARGET}× TRL's completion tokens/s, {label}: "
+          f"{'met' if ratio[side] >= TARGET else 'not met'} ({ratio[side]:.2f}×)." for side, label in OURS.items()),
         f"torch {version('torch')}, transformers {version('transformers')}, trl {version('trl')}.",
     ]
     extra = {"args": dataclasses.asdict(args), "threads": args.threads, "ratio_tokens_per_s": ratio,
-             "target": TARGET, "target_met": ratio >= TARGET, "identical_work_steps": sum(same),
+             "target": TARGET, "target_met": {side: r >= TARGET for side, r in ratio.items()}, "identical_work_steps": sum(same),
              "median": med, "rounds": per_round, "steps": steps, "trl_settings": s,
              "versions": {p: version(p) for p in ("torch", "transformers", "trl")}, "wall_s": time.perf_counter() - t0}
     write_report("train_vs_trl", "GRPO step: ours vs TRL GRPOTrainer (tiny A, CPU, interleaved)", rows, notes,
