@@ -9,7 +9,8 @@ Per optimizer step:
    opponents; `--shared-opponent` shows one draft to the whole group instead).
 3. `agon_env` grades both and pays them: R(a) = 2c(a) + λφ(a) for the drafter and, under
    `--reward agon`, R(b) = 2c(b) + c(b)(1 − c(a)) + λφ(b) for the challenger.
-4. Each policy's advantages are normalised within its own group of N.
+4. Each policy's advantages are normalised within its own group of N (`--challenger-baseline draft`:
+   the challenger's within the answers that read equally right drafts).
 5. Both policies are updated.
 6. Roles swap: A drafts on even steps, B on odd ones (`--fixed-roles`: A always drafts).
 The learner never computes a summary, a grade or a reward itself: `AgonGame` does.
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
+from typing import Literal
 
 import torch
 import tyro
@@ -56,6 +58,9 @@ class Args(LearnerArgs):
     """λ′: bonus for a right challenger shorter than a right drafter"""
     summary: SummaryMode = "paper"
     """what the challenger reads: 'paper' (thinking dropped, answer withheld), 'with_answer' or 'full'"""
+    challenger_baseline: Literal["group", "draft"] = "group"
+    """the challenger's advantage baseline: 'group' (the paper: all N answers to the problem) or 'draft' (a
+    variant: only the answers that read equally right drafts, so a right draft's credit does not flow to its reader)"""
 
 
 # ---------------------------------------------------------------- one optimizer step
@@ -77,22 +82,26 @@ def agon_step(step: int, args: Args, game, train_set, policies, opts, scheds) ->
     r_d = drafts.grid(played.drafter_rewards)
     r_c = drafts.grid([g.challenger_reward for g in played.games])
     # 4-5. own-group advantages, and both policies update
+    read_right = drafts.grid([float(played.drafter_correct[j]) for j in read])
+    adv_c = group_advantages(r_c, args.scale_std, by=read_right if args.challenger_baseline == "draft" else None)
     stats_d = grpo_update(policies[d_name], opts[d_name], scheds[d_name], drafts.gens,
                           group_advantages(r_d, args.scale_std).flatten(), args)
-    stats_c = grpo_update(policies[c_name], opts[c_name], scheds[c_name], answers.gens,
-                          group_advantages(r_c, args.scale_std).flatten(), args)
+    stats_c = grpo_update(policies[c_name], opts[c_name], scheds[c_name], answers.gens, adv_c.flatten(), args)
     # the step's metrics are over every rank's games, in problem order
     batch = dist.all_cat(played.games, played.drafter_correct, r_d, r_c, [p.metadata.get("family", "") for p in problems],
-                         [len(g.completion_ids) for g in drafts.gens], [len(g.completion_ids) for g in answers.gens])
+                         [len(g.completion_ids) for g in drafts.gens], [len(g.completion_ids) for g in answers.gens],
+                         adv_c, read_right)
     return step_metrics(d_name, c_name, *batch, stats_d, stats_c, scheds[d_name].get_last_lr()[0],
                         time.perf_counter() - t0)
 
 
-def step_metrics(d_name, c_name, games, drafter_correct, r_d, r_c, families, len_d, len_c, stats_d, stats_c,
-                 lr, step_time) -> dict:
+def step_metrics(d_name, c_name, games, drafter_correct, r_d, r_c, families, len_d, len_c, adv_c, read_right,
+                 stats_d, stats_c, lr, step_time) -> dict:
     """What a step logs: rewards, who won, the challenger's conversion and keep, lengths, the
-    update, and each role's groups (informative by correctness, or by format alone)."""
+    update, each role's groups (informative by correctness, or by format alone), and how much of
+    the challenger's credit went to answers that read a right draft."""
     rates = game_rates(games)  # win, conversion, keep: over the games as played
+    credit = adv_c.clamp(min=0)
     drafter_pass = sum(drafter_correct) / len(drafter_correct)
     zero_std = lambda r: float((r.std(-1) == 0).float().mean())  # noqa: E731
     c_d = torch.tensor(drafter_correct).view_as(r_d)
@@ -107,6 +116,10 @@ def step_metrics(d_name, c_name, games, drafter_correct, r_d, r_c, families, len
         f"pass/{d_name}": drafter_pass, f"pass/{c_name}": rates["challenger_pass"],
         # The challenger's two ways to be right: fix a wrong draft, or keep a right one.
         "conversion": rates["conversion"], "keep": rates["keep"],
+        # Share of the challenger's positive advantage on answers that read a right draft, beside the share of
+        # answers that did: above it, a right draft's credit flows to its reader.
+        "credit/right_draft": float((credit * read_right).sum() / credit.sum().clamp(min=1e-8)),
+        "read/right_draft": float(read_right.mean()),
         "length/drafter": sum(len_d) / max(len(len_d), 1), "length/challenger": sum(len_c) / max(len(len_c), 1),
         "zero_std/drafter": zero_std(r_d), "zero_std/challenger": zero_std(r_c),
         "clip_frac": (stats_d["clip_frac"] + stats_c["clip_frac"]) / 2, "kl": (stats_d["kl"] + stats_c["kl"]) / 2,

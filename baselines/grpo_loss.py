@@ -10,12 +10,25 @@ import torch
 LOSS_TYPES = ("grpo", "dapo", "dr_grpo")
 
 
-def group_advantages(rewards: torch.Tensor, scale_std: bool = True, eps: float = 1e-4) -> torch.Tensor:
+def group_advantages(rewards: torch.Tensor, scale_std: bool = True, eps: float = 1e-4,
+                     by: torch.Tensor | None = None) -> torch.Tensor:
     """A_i = (r_i − mean(group)) / (std(group) + eps) over the last dim (one row per group).
 
     `scale_std=False` keeps only the centring (Dr. GRPO). A group whose rewards are all
-    equal gets zero advantage, so it adds no gradient.
+    equal gets zero advantage, so it adds no gradient. `by` (rewards' shape, integer keys)
+    splits each row further: r_i is compared only with its row's rewards of the same key (a
+    key held by one element gives it zero advantage).
     """
+    if by is not None:
+        out = torch.zeros_like(rewards)
+        for key in by.unique():
+            m = (by == key).to(rewards.dtype)
+            n = m.sum(-1, keepdim=True).clamp(min=1)
+            centred = rewards - (rewards * m).sum(-1, keepdim=True) / n
+            if scale_std:
+                centred = centred / (((centred ** 2) * m).sum(-1, keepdim=True) / n).sqrt().add(eps)
+            out = torch.where(m.bool(), centred, out)
+        return out
     centred = rewards - rewards.mean(dim=-1, keepdim=True)
     if not scale_std:
         return centred

@@ -94,7 +94,8 @@ def final_table(run_path: Path, learner: str, args, before: list[dict], after: l
         if a["method"] == direction:
             row["model"] += " (chosen on validation)"
         rows.append(row)
-    trends = {k: trend(history, k) for k in (*TRAIN_PASS, "reward/mean", "win/A", "win/B", "conversion", "keep")}
+    trends = {k: trend(history, k) for k in (*TRAIN_PASS, "reward/mean", "win/A", "win/B", "conversion", "keep",
+                                         "credit/right_draft", "read/right_draft")}
     n = after[0]["n"]
     # the 10-minute budgets are for training; the rest of the wall time is evaluation and loading
     train_s = sum(r["step_time"] for r in history if "step_time" in r)

@@ -19,7 +19,11 @@ the held-out hard tier, for `--seeds` seeds:
   validation split (it separates what competition adds from what cascading adds);
 - shared opponent, cooperative, Agon, and the ablations margin reward and fixed roles
   (`baselines.agon_grpo`), each reported as its cascade in the direction chosen on the
-  validation split, per seed; "Agon: drafter alone" is that direction's drafter by itself.
+  validation split, per seed; "Agon: drafter alone" is that direction's drafter by itself;
+- draft-baseline Agon (variant, not the paper's method): Agon with `--challenger-baseline draft`,
+  where a challenger's answer is compared only with the answers that read equally right drafts, so
+  a right draft's credit does not flow to its reader. The notes give each pair method's share of
+  the challenger's positive advantage that went to readers of right drafts.
 
 pass@1 pools problems × samples × seeds as Bernoulli trials (95% Clopper-Pearson); the
 per-seed values are listed beside it. A trained row is also compared with the same models
@@ -91,7 +95,8 @@ class Args:
     """seeds per method (0, 1, ...)"""
     methods: str = "all"
     """comma-separated methods to train and report, from GRPO, shared opponent, cooperative, Agon, margin reward
-    (ablation), fixed roles (ablation) and GRPO pair cascade (it needs GRPO); 'all': every one"""
+    (ablation), fixed roles (ablation), draft-baseline Agon (variant) and GRPO pair cascade (it needs GRPO);
+    'all': every one"""
     group_size: int = 8
     """N (the paper's 8): Agon's drafts per problem per step; every method gets 2N rollouts per problem per step"""
     moa_k: int = 4

@@ -66,7 +66,10 @@ def run_rows(cfg, method: str, run_dir: Path) -> dict:
             rows["cascade untrained"] = before[direction]
     # The learner logs the curve at step 0 and at the end too, on the same problems as mid-run.
     curve = [(r["step"], r[f"eval/{key}"]) for r in history if f"eval/{key}" in r]
+    credit = {k: sum(v) / len(v) for k in ("credit/right_draft", "read/right_draft")
+              if (v := [r[k] for r in history if k in r])}
     return {"rows": rows, "untrained": untrained, "curve": curve, "direction": direction, "run_dir": str(run_dir),
+            "credit": credit,
             "train_rollouts": cfg.learner.steps * cfg.learner.problems_per_step * 2 * cfg.group_size,
             "train_wall_s": sum(r.get("step_time", 0.0) for r in history)}
 

@@ -20,6 +20,8 @@ TRAINED = {
     "Agon": ("agon", {}),
     "margin reward (ablation)": ("agon", {"reward": "margin"}),
     "fixed roles (ablation)": ("agon", {"fixed_roles": True}),
+    # Not the paper's method: the challenger's baseline is the answers that read equally right drafts.
+    "draft-baseline Agon (variant)": ("agon", {"challenger_baseline": "draft"}),
 }
 # The control the paper lacks: model B trained by plain GRPO too, and the two GRPO models run
 # as a cascade. It separates what competition adds (Agon) from what cascading adds.
@@ -29,11 +31,13 @@ LEARNERS = {**TRAINED, GRPO_B: ("grpo", {"policy": "b"})}
 # Table rows in the paper's order, the control after the untrained cascade, ablations last.
 ORDER = ["zero-shot", "GRPO", "self-refinement", "GRPO two-pass self-cascade", "MoA untrained", "cascade untrained",
          PAIR_CONTROL, "shared opponent", "cooperative", "Agon", "Agon: drafter alone", "margin reward (ablation)",
-         "fixed roles (ablation)"]
+         "fixed roles (ablation)",
+         "draft-baseline Agon (variant)"]
 # Rows read off another method's run, and what their total-wall column says instead.
 DERIVED = {"zero-shot": "in GRPO", "cascade untrained": "in Agon", "Agon: drafter alone": "in Agon"}
 SELF_ROWS = ("self-refinement", "GRPO two-pass self-cascade")  # evaluated on each seed's trained GRPO model
 DELTA = "Δ vs untrained [paired 95% CI]"
+VARIANT = "draft-baseline Agon (variant)"
 
 
 def pct(x: float) -> str:
@@ -130,7 +134,7 @@ def comparisons(rows: list[dict]) -> list[str]:
     by = {r["method"]: r for r in rows}
     out = []
     for a, b in (("Agon", "GRPO"), ("Agon", PAIR_CONTROL), (PAIR_CONTROL, "GRPO"), ("MoA untrained", "zero-shot"),
-                 ("Agon", "zero-shot"), ("GRPO", "zero-shot"), ("Agon", "cascade untrained")):
+                 ("Agon", "zero-shot"), ("GRPO", "zero-shot"), ("Agon", "cascade untrained"), (VARIANT, "Agon")):
         if a in by and b in by:
             pa, pb = by[a]["_k"] / by[a]["_n"], by[b]["_k"] / by[b]["_n"]
             overlap = by[a]["_ci"][0] <= by[b]["_ci"][1] and by[b]["_ci"][0] <= by[a]["_ci"][1]
@@ -138,12 +142,25 @@ def comparisons(rows: list[dict]) -> list[str]:
             paired = f" paired per-problem 95% CI [{100 * d['ci_low']:+.1f}, {100 * d['ci_high']:+.1f}];" if d else ""
             out.append(f"{a} − {b}: {100 * (pa - pb):+.1f} points;{paired} the 95% Clopper-Pearson intervals "
                        f"{'overlap' if overlap else 'do not overlap'}.")
-    for a, b in (("Agon", "GRPO"), ("Agon", PAIR_CONTROL)):
+    for a, b in (("Agon", "GRPO"), ("Agon", PAIR_CONTROL), (VARIANT, "Agon")):
         d = _paired(by[a]["_gain"], by[b]["_gain"]) if a in by and b in by else None
         if d:
             out.append(f"What training added, {a} minus {b} (each against its own models untrained, per problem): "
                        f"{fmt_delta(d)} points (paired 95% CI).")
     return out
+
+
+def credit_lines(results: list[dict]) -> list[str]:
+    """Per pair method, over its seeds' training steps: the challenger's positive advantage on answers
+    that read a right draft, beside how many answers did (equal shares: no credit flows from the draft)."""
+    by: dict[str, list[dict]] = defaultdict(list)
+    for res in results:
+        if res.get("credit", {}).get("credit/right_draft") is not None:
+            by[res["method"]].append(res["credit"])
+    return [f"Challenger credit, {m}: {100 * sum(c['credit/right_draft'] for c in cs) / len(cs):.0f}% of its positive "
+            f"advantage went to answers that read a right draft, which were "
+            f"{100 * sum(c['read/right_draft'] for c in cs) / len(cs):.0f}% of its answers (mean over steps and seeds)."
+            for m, cs in by.items()]
 
 
 def plot(results: list[dict], rows: list[dict], path: Path) -> Path:
@@ -197,6 +214,7 @@ def report(cfg, results: list[dict], estimate: float, wall: float, command: str,
         "and draws seed; one percentile bootstrap over every seed's problems pooled (10,000 resamples). "
         "Δ per seed: each seed's change alone.",
         *comparisons(rows),
+        *credit_lines(results),
         f"Wall time: estimated {estimate / 60:.1f} min, actual {wall / 60:.1f} min ({cfg.jobs} process(es), "
         f"{L.threads} thread(s) each)" + (", as measured by the run this table was rebuilt from (nothing was "
                                           "retrained)." if rebuilt else "."),

@@ -84,6 +84,37 @@ def test_roles_swap_and_both_policies_update_every_step(pair_setup):
     assert [agon_grpo.agon_step(s, fixed, game, train, pols, opts, scheds)["drafter"] for s in range(2)] == ["A", "A"]
 
 
+@pytest.mark.parametrize("baseline", ["group", "draft"])
+def test_challenger_baseline_decides_whether_a_right_drafts_credit_reaches_its_reader(pair_setup, monkeypatch, baseline):
+    args, game, train, pols = pair_setup
+    args = replace(args, challenger_baseline=baseline, sampling=replace(args.sampling, max_new_tokens=64))  # mixed groups
+    opts, scheds = {}, {}
+    for k, p in pols.items():
+        opts[k], scheds[k] = make_optimizer(p, replace(args, steps=4))
+    seen, update, score = [], agon_grpo.grpo_update, game.score_round
+    monkeypatch.setattr(agon_grpo, "grpo_update", lambda *a: seen.append(a[4]) or update(*a))
+    monkeypatch.setattr(game, "score_round", lambda *a: seen.append(score(*a)) or seen[-1])
+    m = agon_grpo.agon_step(0, args, game, train, pols, opts, scheds)
+    played, _, adv_c = seen
+    right = torch.tensor(played.drafter_correct).view(-1, args.group_size)
+    adv_c = adv_c.view_as(right)
+    rewards = torch.tensor([g.challenger_reward for g in played.games]).view_as(right)
+    mixed = (right.any(-1) & ~right.all(-1))  # problems whose drafts were partly right
+    assert mixed.sum() >= 2, "the fixture's step has too few problems with right and wrong drafts"
+    plain = group_advantages(rewards)
+    assert (plain * right).sum(-1)[mixed].abs().max() > 0.1, "no step signal: the test could not tell the baselines apart"
+    within = [(adv_c * (right == k)).sum(-1)[mixed] for k in (False, True)]
+    if baseline == "draft":  # centred within each kind of draft read
+        assert all(torch.allclose(w, torch.zeros_like(w), atol=1e-3) for w in within)
+    else:  # the paper's: one baseline per problem, so reading a right draft pays
+        assert torch.allclose(adv_c.sum(-1), torch.zeros(len(right)), atol=1e-3)
+        assert torch.equal(adv_c, plain)
+    credit, read = m["credit/right_draft"], m["read/right_draft"]
+    assert read == pytest.approx(float(right.float().mean()))
+    pos = adv_c.clamp(min=0)
+    assert credit == pytest.approx(float((pos * right).sum() / pos.sum()), abs=1e-6)
+
+
 @pytest.mark.slow
 def test_cli_end_to_end_outputs(tmp_path):
     r = cli("baselines.agon_grpo", tmp_path, "--steps", "2", "--group-size", "2", "--checkpoint-every", "0")

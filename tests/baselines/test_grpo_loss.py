@@ -16,6 +16,24 @@ def test_group_advantages_by_hand():
                           torch.tensor([[-1.0, -1.0, -1.0, 3.0]]))
 
 
+def test_group_advantages_within_keys():
+    torch.manual_seed(0)
+    r = torch.randint(0, 4, (5, 8)).float()
+    key = torch.randint(0, 2, (5, 8))
+    # one key throughout is the plain group baseline
+    assert torch.allclose(group_advantages(r, by=torch.zeros_like(key)), group_advantages(r), atol=1e-6)
+    for scale in (True, False):
+        a = group_advantages(r, scale, by=key)
+        # adding a constant to one key's rewards (a right draft's credit to its readers) changes nothing
+        assert torch.allclose(group_advantages(r + 2.0 * key, scale, by=key), a, atol=1e-5)
+        assert not torch.allclose(group_advantages(r + 2.0 * key, scale), group_advantages(r, scale), atol=1e-3)
+        for k in (0, 1):  # centred within each key of each row
+            assert torch.allclose((a * (key == k)).sum(-1), torch.zeros(5), atol=1e-4)
+    # by hand: keys split [1, 3 | 5, 5] into two groups; a key held by one element gets zero
+    a = group_advantages(torch.tensor([[1.0, 3.0, 5.0, 5.0, 9.0]]), eps=1e-12, by=torch.tensor([[0, 0, 1, 1, 2]]))
+    assert torch.allclose(a, torch.tensor([[-1.0, 1.0, 0.0, 0.0, 0.0]]))
+
+
 @pytest.fixture
 def batch():
     # Two sequences: lengths 2 and 1 (one padded position).
