@@ -84,7 +84,8 @@ class BaseArgs:
     device: Device = "auto"
     """'auto' (CUDA when available), 'cpu' or 'cuda'"""
     backend: Backend = "auto"
-    """generation backend: 'auto' (vLLM with CUDA and vllm, else HF; HF under torchrun), 'hf', 'vllm' or 'server' (--servers)"""
+    """generation backend: 'auto' (vLLM with CUDA and vllm, else HF; HF under torchrun), 'hf', 'vllm' (not under
+    torchrun) or 'server' (--servers; under torchrun too)"""
     out_dir: str = "runs"
     """parent directory of this run's outputs"""
 

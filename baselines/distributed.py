@@ -75,13 +75,19 @@ def check_launch(problems_per_step: int, backend: str, device: str) -> None:
         raise SystemExit(f"error: --problems-per-step {problems_per_step} does not split over WORLD_SIZE={n} processes: "
                          f"set --problems-per-step to a multiple of {n}, or launch a number of processes that "
                          f"divides {problems_per_step}")
-    if backend in ("vllm", "server"):
-        raise SystemExit(f"error: --backend {backend} does not run under torchrun (data-parallel training samples "
-                         "with the HF backend): use --backend hf or auto")
+    if backend == "vllm":
+        raise SystemExit("error: --backend vllm does not run under torchrun (one in-process engine per process "
+                         "would hold the base once more on each GPU): use --backend server with vLLM servers, or hf")
     per_node = int(os.environ.get("LOCAL_WORLD_SIZE", n))
     if _wants_cuda(device) and torch.cuda.device_count() < per_node:
         raise SystemExit(f"error: {per_node} processes on this node but {torch.cuda.device_count()} GPUs visible "
                          f"(one each): use --nproc-per-node {torch.cuda.device_count()} or --device cpu")
+
+
+def sampling_backend(backend: str) -> str:
+    """The backend a learner samples with: under torchrun 'auto' is HF (an in-process vLLM engine per process
+    would hold the base once more on each GPU; vLLM servers are --backend server); otherwise as asked."""
+    return "hf" if launched() and backend == "auto" else backend
 
 
 def _wants_cuda(device: str) -> bool:
@@ -148,6 +154,11 @@ def first_n_mine(counts: list[list[int]], n: int) -> int:
             left -= take
             mine += take if r == rank() else 0
     return mine
+
+
+def from_main(obj):
+    """Rank 0's `obj` on every rank; `obj` in one process."""
+    return _all_gather(obj)[0] if active() else obj
 
 
 def all_sum(values: list[float]) -> list[float]:

@@ -108,7 +108,7 @@ def main(args: Args) -> dict:
     test = args.load(args.eval.split, args.eval.tier, args.eval.problems)
     spec = args.model_spec()
     policy = load_policy(spec.member(args.policy), device=args.device, seed=args.seed, reference=args.beta > 0,
-                         backend="hf" if dist.launched() else args.backend, lora_rank=args.lora_rank,
+                         backend=dist.sampling_backend(args.backend), lora_rank=args.lora_rank,
                          servers=args.server_urls(), adapter_dir=args.adapter_dir or None)
     policy.name = "GRPO"
     game = args.game(train_set[0].domain, policy_template([policy]), format_weight=args.format_weight)

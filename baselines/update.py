@@ -61,6 +61,7 @@ def grpo_update(policy: Policy, opt, sched, gens: Sequence[Generation], advantag
     grad_norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), args.max_grad_norm)
     opt.step()
     sched.step()
+    policy.publish()
     total, means = dist.global_stats(loss * share, stats, tokens)
     return {"loss": total, "grad_norm": float(grad_norm), **means}
 

@@ -95,6 +95,11 @@ class Policy:
     def save(self, path: str | os.PathLike) -> None:
         raise NotImplementedError
 
+    def publish(self) -> None:
+        """Called on every rank together right after each optimizer step: a policy that samples elsewhere
+        may send its new weights now (the server backend does; under torchrun that is a collective). This
+        default has nothing to send."""
+
     def train(self):
         return self
 

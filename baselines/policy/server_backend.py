@@ -19,7 +19,12 @@ they moved, it saves the adapter to `<adapter_dir>/<name>-<run tag>-v<k>` (PEFT 
 POSTs `/v1/load_lora_adapter` to every server, then `/v1/unload_lora_adapter` for the
 previous version, whose directory it deletes; later requests name the new adapter. The run
 tag keeps two runs (or a rerun against still-running servers) from clashing on a name.
-`sync()` can also be called directly, e.g. right after `opt.step()`.
+The learners call `publish()` (that is, `sync()`) right after every optimizer step.
+
+Under torchrun every rank trains the same adapters (their gradients are all-reduced), so rank 0
+alone saves and loads each version, under a run tag and in an adapter dir it chose for all, while
+the others wait at a barrier and then name the same version; each rank sends its own share of the
+step's requests to the pool. Ranks reach `sync` together: after each step, and at start.
 
 Load balancing: requests go round-robin over the servers, several in flight at once. A
 request that fails (connection error, timeout, HTTP 5xx) is retried on the next server,
@@ -54,6 +59,7 @@ from typing import Sequence
 
 import torch
 
+from .. import distributed as dist
 from .base import Generation, Policy, SamplerPolicy, SamplingParams
 
 log = logging.getLogger("agon.policy")
@@ -244,26 +250,43 @@ class ServerPolicy(SamplerPolicy):
         return tuple(p._version for p in self.hf.parameters())
 
     def sync(self) -> str:
-        """Send the adapter to every server if its weights changed since the last send; the served name."""
+        """Send the adapter to every server if its weights changed since the last send; the served name.
+        Under torchrun rank 0 sends it and every rank waits for that (all ranks' weights are the same)."""
         v = self._weights()
         if self.served is not None and v == self._synced:
             return self.served
-        self.version += 1
-        name = f"{self.name}-{self.tag}-v{self.version}"
+        version = self.version + 1
+        name = f"{self.name}-{self.tag}-v{version}"
         path = self.adapter_dir / name
-        self.hf.save(path)
-        if self.version == 1:
-            from .adapters import check_vllm_adapter  # what vLLM's loader refuses, named before a server is asked
-
-            check_vllm_adapter(path)
-        self.pool.load_adapter(name, path)
+        failed = None
+        if dist.is_main():
+            try:
+                self._send(name, path, first=version == 1)
+            except Exception as e:  # the other ranks must hear of it, not wait for ever
+                failed = e
+        why = dist.from_main(None if failed is None else f"{type(failed).__name__}: {failed}")  # every rank waits here
+        if failed is not None:
+            raise failed
+        if why:
+            raise ServerError(f"rank 0 could not send adapter {name!r} to the servers: {why}")
         old, old_path = self.served, self._path
-        self.served, self._path, self._synced = name, path, v
-        if old is not None:
+        self.served, self._path, self._synced, self.version = name, path, v, version
+        if old is not None and dist.is_main():
             self.pool.unload_adapter(old)
             shutil.rmtree(old_path, ignore_errors=True)
         log.debug("server backend: %s now served as %s", self.name, name)
         return name
+
+    def _send(self, name: str, path: Path, first: bool) -> None:
+        self.hf.save(path)
+        if first:
+            from .adapters import check_vllm_adapter  # what vLLM's loader refuses, named before a server is asked
+
+            check_vllm_adapter(path)
+        self.pool.load_adapter(name, path)
+
+    def publish(self) -> None:
+        self.sync()
 
     def generate(self, prompts, n=1, params=SamplingParams(), seed=None):
         if isinstance(prompts, str):
@@ -310,10 +333,10 @@ def wrap_server(policies: tuple, model: str, servers: Sequence[str], adapter_dir
         log.warning("server backend: the servers serve %s, not %s; they must hold the same base weights",
                     sorted(b for b in bases if b), base)
     if adapter_dir is None:
-        adapter_dir = tempfile.mkdtemp(prefix="agon-server-adapters-")
+        adapter_dir = dist.from_main(tempfile.mkdtemp(prefix="agon-server-adapters-") if dist.is_main() else None)
         log.warning("server backend: adapters go to %s, which only servers on this machine can read "
                     "(--adapter-dir sets a shared path)", adapter_dir)
-    tag = secrets.token_hex(3)
+    tag = dist.from_main(secrets.token_hex(3))  # one name per adapter version for every rank
     wrapped = tuple(ServerPolicy(p, pool, adapter_dir, tag) for p in policies)
     for w in wrapped:
         w.sync()

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 import typing
+from pathlib import Path
 
 import pytest
 
@@ -121,3 +122,63 @@ def test_the_papers_gpu_config_parses_for_both_learners(learner):
     argv = [a for a in shlex.split(call.replace("$DATA", "/data")) if a != "$@"]
     args = tyro.cli(importlib.import_module(f"baselines.{learner}").Args, args=argv)
     assert args.model == "Qwen/Qwen3-0.6B" and args.micro_batch == 4 and args.sampling.max_new_tokens == 8192
+
+
+def _fake(bin_dir, name, body):
+    (bin_dir / name).write_text("#!/usr/bin/env bash\n" + body)
+    (bin_dir / name).chmod(0o755)
+
+
+@pytest.mark.parametrize("servers", [None, "http://gen0:8000,http://gen1:8001"])
+def test_the_slurm_recipe_launches_both_learners_options(tmp_path, servers):
+    """configs/slurm_multinode.sbatch under stand-ins for srun and scontrol: what it starts is torchrun with
+    options the learner accepts, on the HF backend, or on the servers when SERVERS is set."""
+    import json
+    import os
+
+    import tyro
+
+    from baselines import agon_grpo
+
+    root = Path(__file__).resolve().parents[2]
+    _fake(tmp_path, "scontrol", "echo head; echo node2\n")
+    _fake(tmp_path, "srun", f"python3 -c 'import json, sys; print(json.dumps(sys.argv[1:]))' \"$@\" > {tmp_path}/argv\n")
+    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}", "SLURM_NNODES": "2", "SLURM_JOB_ID": "7",
+           "SLURM_JOB_NODELIST": "head,node2"}
+    if servers:
+        env.update(SERVERS=servers, ADAPTER_DIR="/shared/adapters")
+    r = subprocess.run(["bash", str(root / "configs" / "slurm_multinode.sbatch"), "/data"], env=env, capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+    argv = json.loads((tmp_path / "argv").read_text())
+    assert argv[:7] == ["torchrun", "--nnodes", "2", "--nproc-per-node", "8", "--rdzv-id", "7"]
+    args = tyro.cli(agon_grpo.Args, args=argv[argv.index("baselines.agon_grpo") + 1:])
+    assert args.problems_per_step == 16 and args.device == "cuda" and args.model == "Qwen/Qwen3-0.6B"
+    assert (args.backend, args.servers, args.adapter_dir) == (("server", servers, "/shared/adapters") if servers
+                                                              else ("hf", "", ""))
+    if servers:  # a server list without an adapter dir is refused before anything starts
+        del env["ADAPTER_DIR"]
+        r = subprocess.run(["bash", str(root / "configs" / "slurm_multinode.sbatch"), "/data"], env=env,
+                           capture_output=True, text=True)
+        assert r.returncode != 0 and "ADAPTER_DIR must name a directory the servers can read" in r.stderr
+
+
+def test_the_slurm_server_recipe_starts_one_lora_server_per_gpu(tmp_path):
+    """configs/slurm_vllm_servers.sbatch with two tasks of a stand-in srun: two `vllm serve` calls with LoRA on,
+    one per GPU and port, and their URLs in the list the training job reads."""
+    import os
+
+    root = Path(__file__).resolve().parents[2]
+    _fake(tmp_path, "srun", "for i in 0 1; do SLURM_LOCALID=$i \"$@\" & done; wait\n")
+    _fake(tmp_path, "vllm", f"echo \"$CUDA_VISIBLE_DEVICES $VLLM_ALLOW_RUNTIME_LORA_UPDATING $*\" >> {tmp_path}/calls\n")
+    _fake(tmp_path, "hostname", "echo gen0\n")
+    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}", "SERVERS_FILE": str(tmp_path / "servers.txt")}
+    r = subprocess.run(["bash", str(root / "configs" / "slurm_vllm_servers.sbatch")], env=env, capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+    assert sorted((tmp_path / "servers.txt").read_text().split()) == ["http://gen0:8000", "http://gen0:8001"]
+    calls = sorted((tmp_path / "calls").read_text().splitlines())
+    assert len(calls) == 2
+    for gpu, call in enumerate(calls):
+        assert call.startswith(f"{gpu} True serve Qwen/Qwen3-0.6B --enable-lora --max-loras 2")
+        assert f"--port {8000 + gpu}" in call and "--logprobs-mode raw_logprobs" in call

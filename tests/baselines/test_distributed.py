@@ -97,7 +97,7 @@ def test_two_processes_train_as_one_and_resume_across_world_sizes(tmp_path):
 
 @pytest.mark.parametrize("env, extra, msg", [
     ({"WORLD_SIZE": "3"}, {}, "--problems-per-step 4 does not split over WORLD_SIZE=3"),
-    ({"WORLD_SIZE": "2"}, {"backend": "vllm"}, "use --backend hf"),
+    ({"WORLD_SIZE": "2"}, {"backend": "vllm"}, "use --backend server with vLLM servers, or hf"),
     ({"WORLD_SIZE": "2", "RANK": None}, {}, "RANK not: launch with `torchrun"),
 ])
 def test_a_launch_that_cannot_work_fails_before_any_work(tmp_path, monkeypatch, env, extra, msg):

@@ -14,6 +14,7 @@ paths; `/_test/log` lists what it was asked.
 import json
 import logging
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -366,3 +367,46 @@ def test_agon_grpo_trains_through_the_servers(urls, tmp_path):
         assert any(m.startswith(f"{who}-") and m.endswith("-v1") for m in served)
         assert any(m.startswith(f"{who}-") and not m.endswith("-v1") for m in served)
     assert sorted(p.name.split("-")[0] for p in (tmp_path / "adapters").iterdir()) == ["A", "B"]  # old versions deleted
+
+
+def _torchrun_worker(rank, world, port, urls, out):
+    from baselines import agon_grpo, evaluate
+    from baselines.config import EvalConfig
+
+    os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(world),
+                      MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), HF_HUB_OFFLINE="1")  # what torchrun sets
+    evaluate.CHUNK = 1  # evaluation sharded over the ranks too
+    agon_grpo.main(agon_grpo.Args(
+        model=str(ROOT / "baselines" / "policy" / "tiny_pair" / "a"), lora_rank=4, backend="server", servers=",".join(urls),
+        adapter_dir=str(Path(out) / "adapters"), steps=3, problems_per_step=2, group_size=2, train_tiers="medium",
+        sampling=SamplingParams(max_new_tokens=16), eval=EvalConfig(problems=2, samples=1, max_new_tokens=8),
+        eval_every=0, checkpoint_every=0, progress=False, threads=1, out_dir=out, run_name="run"))
+    torch.distributed.destroy_process_group()
+
+
+@pytest.mark.slow
+def test_torchrun_ranks_sample_on_the_servers_and_rank_0_alone_sends_adapters(urls, tmp_path):
+    """2 processes × 1 problem per step through the servers train as 1 process × 2 does, and each adapter
+    version reaches each server once (a second load of a name is refused, so it would fail the run)."""
+    import torch.multiprocessing as mp
+
+    runs, loads = {}, {}
+    for world in (1, 2):
+        before = {u: len(_control(u, "/_test/log")) for u in urls}
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        mp.spawn(_torchrun_worker, args=(world, port, urls, str(tmp_path / f"w{world}")), nprocs=world)
+        asked = [e for u in urls for e in _control(u, "/_test/log")[before[u]:]]
+        loads[world] = sorted(re.sub(r"-[0-9a-f]{6}-", "-", e["model"]) for e in asked  # without the run tag
+                              if e["path"] == "/v1/load_lora_adapter")
+        runs[world] = [json.loads(x) for x in (tmp_path / f"w{world}" / "run" / "metrics.jsonl").read_text().splitlines()]
+        assert sorted(p.name.split("-")[0] for p in (tmp_path / f"w{world}" / "adapters").iterdir()) == ["A", "B"]
+    assert loads[1] == loads[2] and len(loads[2]) == 2 * len(urls) * 4  # both adapters: at start and after 3 steps
+    update = ("loss", "grad_norm", "clip_frac", "kl", "sampler_gap")
+    assert [r["step"] for r in runs[1]] == [r["step"] for r in runs[2]]
+    for x, y in zip(runs[1], runs[2]):
+        same = [k for k in x if k.split("/")[0] not in update and k not in ("step_time", "comm_time")]
+        assert {k: x[k] for k in same} == {k: y[k] for k in same}, x["step"]
+        assert {k: x[k] for k in x if k.split("/")[0] in update} == pytest.approx(
+            {k: y[k] for k in y if k.split("/")[0] in update}, rel=1e-5, abs=1e-6)
