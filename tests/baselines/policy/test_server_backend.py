@@ -410,3 +410,35 @@ def test_torchrun_ranks_sample_on_the_servers_and_rank_0_alone_sends_adapters(ur
         assert {k: x[k] for k in same} == {k: y[k] for k in same}, x["step"]
         assert {k: x[k] for k in x if k.split("/")[0] in update} == pytest.approx(
             {k: y[k] for k in y if k.split("/")[0] in update}, rel=1e-5, abs=1e-6)
+
+
+
+def _reporting_worker(rank, world, port, urls, out):
+    try:
+        _torchrun_worker(rank, world, port, urls, out)
+    except Exception as e:  # what each rank stopped with, for the test to read
+        Path(out, f"rank{rank}.err").write_text(f"{type(e).__name__}: {e}")
+
+
+@pytest.mark.slow
+def test_under_torchrun_a_failed_adapter_send_stops_every_rank(urls, tmp_path):
+    """Rank 0 alone sends adapters; when the servers cannot read them, every rank stops on its own (rank 1
+    with rank 0's reason) instead of waiting for ever."""
+    import torch.multiprocessing as mp
+
+    for url in urls:
+        _control(url, "/_test/fault", {"status": None, "count": 0, "hide_adapters": True})
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ctx = mp.spawn(_reporting_worker, args=(2, port, urls, str(tmp_path)), nprocs=2, join=False)
+    for _ in range(60):  # at most 2 minutes: a rank left waiting would hang here
+        if ctx.join(timeout=2):
+            break
+    else:
+        for p in ctx.processes:
+            p.kill()
+        pytest.fail("a rank is still waiting after rank 0 failed to send its adapter")
+    errors = [(tmp_path / f"rank{r}.err").read_text() for r in (0, 1)]
+    assert all("ServerError" in e and "cannot read the adapter" in e for e in errors), errors
+    assert "rank 0 could not send adapter" in errors[1]
