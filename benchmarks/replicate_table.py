@@ -12,6 +12,8 @@ from baselines.report import fmt_delta
 
 from .report import write_report
 
+# Not the paper's method: the challenger's baseline is the answers that read equally right drafts.
+VARIANT = "draft-baseline Agon (variant)"
 # Trained methods: (learner, learner options beyond the shared budget).
 TRAINED = {
     "GRPO": ("grpo", {}),
@@ -20,8 +22,7 @@ TRAINED = {
     "Agon": ("agon", {}),
     "margin reward (ablation)": ("agon", {"reward": "margin"}),
     "fixed roles (ablation)": ("agon", {"fixed_roles": True}),
-    # Not the paper's method: the challenger's baseline is the answers that read equally right drafts.
-    "draft-baseline Agon (variant)": ("agon", {"challenger_baseline": "draft"}),
+    VARIANT: ("agon", {"challenger_baseline": "draft"}),
 }
 # The control the paper lacks: model B trained by plain GRPO too, and the two GRPO models run
 # as a cascade. It separates what competition adds (Agon) from what cascading adds.
@@ -31,13 +32,11 @@ LEARNERS = {**TRAINED, GRPO_B: ("grpo", {"policy": "b"})}
 # Table rows in the paper's order, the control after the untrained cascade, ablations last.
 ORDER = ["zero-shot", "GRPO", "self-refinement", "GRPO two-pass self-cascade", "MoA untrained", "cascade untrained",
          PAIR_CONTROL, "shared opponent", "cooperative", "Agon", "Agon: drafter alone", "margin reward (ablation)",
-         "fixed roles (ablation)",
-         "draft-baseline Agon (variant)"]
+         "fixed roles (ablation)", VARIANT]
 # Rows read off another method's run, and what their total-wall column says instead.
 DERIVED = {"zero-shot": "in GRPO", "cascade untrained": "in Agon", "Agon: drafter alone": "in Agon"}
 SELF_ROWS = ("self-refinement", "GRPO two-pass self-cascade")  # evaluated on each seed's trained GRPO model
 DELTA = "Δ vs untrained [paired 95% CI]"
-VARIANT = "draft-baseline Agon (variant)"
 
 
 def pct(x: float) -> str:

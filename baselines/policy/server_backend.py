@@ -23,7 +23,7 @@ The learners call `publish()` (that is, `sync()`) right after every optimizer st
 
 Under torchrun every rank trains the same adapters (their gradients are all-reduced), so rank 0
 alone saves and loads each version, under a run tag and in an adapter dir it chose for all, while
-the others wait at a barrier and then name the same version; each rank sends its own share of the
+the others wait for it and then name the same version; each rank sends its own share of the
 step's requests to the pool. Ranks reach `sync` together: after each step, and at start.
 
 Load balancing: requests go round-robin over the servers, several in flight at once. A

@@ -11,7 +11,7 @@ import pytest
 
 from benchmarks.replicate import Args, first_jobs, follow_ups, job_completions
 from benchmarks.replicate_jobs import learner_args, run_rows
-from benchmarks.replicate_table import GRPO_B, ORDER, PAIR_CONTROL, TRAINED, comparisons, table
+from benchmarks.replicate_table import GRPO_B, ORDER, PAIR_CONTROL, TRAINED, VARIANT, comparisons, credit_lines, table
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -59,7 +59,24 @@ def test_run_rows_records_step_0_once_and_keeps_the_untrained_rows(tmp_path):
     got = run_rows(Args(), "GRPO", tmp_path)
     assert got["curve"] == [(0, 0.2), (1, 0.3), (2, 0.4)]
     assert got["rows"] == {"zero-shot": before, "GRPO": after} and got["untrained"] == {"GRPO": before}
-    assert got["train_wall_s"] == 2.0
+    assert got["train_wall_s"] == 2.0 and got["credit"] == {}  # GRPO logs no challenger credit
+
+
+def test_credit_shares_are_read_from_the_steps_and_reported_per_method(tmp_path):
+    before, after = _row("A→B", [0.0, 0.5]), _row("A→B", [0.5, 0.5])
+    (tmp_path / "summary.json").write_text(json.dumps({"before": [before], "after": [after], "direction": "A→B"}))
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in (
+        {"step": 0, "credit/right_draft": 0.6, "read/right_draft": 0.4, "step_time": 1.0},
+        {"step": 1, "credit/right_draft": 0.8, "read/right_draft": 0.5, "step_time": 1.0})))
+    got = run_rows(Args(), VARIANT, tmp_path)
+    assert got["credit"] == pytest.approx({"credit/right_draft": 0.7, "read/right_draft": 0.45})
+    assert got["rows"] == {VARIANT: after} and got["untrained"] == {VARIANT: before}
+    lines = credit_lines([{**got, "method": VARIANT}, {"method": "Agon", "credit": {"credit/right_draft": 0.5,
+                                                                                   "read/right_draft": 0.25}}])
+    assert lines == [f"Challenger credit, {VARIANT}: 70% of its positive advantage went to answers that read a right "
+                     "draft, which were 45% of its answers (mean over steps and seeds).",
+                     "Challenger credit, Agon: 50% of its positive advantage went to answers that read a right "
+                     "draft, which were 25% of its answers (mean over steps and seeds)."]
 
 
 def test_table_pools_paired_changes_over_seeds():
