@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing as mp
+import shlex
 import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -193,19 +194,19 @@ def calibrate(cfg: Args) -> tuple[float, float]:
 
 # ---------------------------------------------------------------- the run
 def main(args: Args) -> dict:
+    this = "python -m benchmarks.replicate " + shlex.join(sys.argv[1:])
     if args.from_results:
-        cfg, results, estimate, wall = rebuild(Path(args.from_results), args.results_dir)
-    else:
-        cfg = args.budget()
-        cfg.validate()
-        results, estimate, wall = run_all(cfg)
-    return report(cfg, results, estimate, wall, "python -m benchmarks.replicate " + " ".join(sys.argv[1:]),
-                  rebuilt=bool(args.from_results))
+        cfg, results, estimate, wall, trained_by = rebuild(Path(args.from_results), args.results_dir)
+        return report(cfg, results, estimate, wall, trained_by, rebuilt_by=this)
+    cfg = args.budget()
+    cfg.validate()
+    results, estimate, wall = run_all(cfg)
+    return report(cfg, results, estimate, wall, this)
 
 
-def rebuild(path: Path, results_dir: str) -> tuple[Args, list[dict], float, float]:
-    """A finished run's config (writing to `results_dir`) and job results, with trained rows
-    re-read from its run directories."""
+def rebuild(path: Path, results_dir: str) -> tuple[Args, list[dict], float, float, str]:
+    """A finished run's config (writing to `results_dir`), job results (trained rows re-read from its
+    run directories), time estimate, wall time and the command that trained it."""
     if not path.exists():
         raise SystemExit(f"error: --from-results {path}: no such file")
     data = json.loads(path.read_text())
@@ -218,7 +219,7 @@ def rebuild(path: Path, results_dir: str) -> tuple[Args, list[dict], float, floa
                 raise SystemExit(f"error: {res['run_dir']}/summary.json is missing; rebuilding needs the run directories")
             method = res.get("method") or methods[res["job"].rsplit("-s", 1)[0]]  # older results name no method
             res.update(run_rows(cfg, method, Path(res["run_dir"])))
-    return cfg, data["results"], data["estimated_s"], data["wall_s"]
+    return cfg, data["results"], data["estimated_s"], data["wall_s"], data.get("command", "not recorded")
 
 
 def job(cfg: Args, kind: str, method: str, seed: int, name: str | None = None, **kw) -> dict:

@@ -189,9 +189,11 @@ def plot(results: list[dict], rows: list[dict], path: Path) -> Path:
     return path
 
 
-def report(cfg, results: list[dict], estimate: float, wall: float, command: str, rebuilt: bool = False) -> dict:
-    """The table, its notes and the plot, written under cfg.results_dir."""
+def report(cfg, results: list[dict], estimate: float, wall: float, command: str, rebuilt_by: str | None = None) -> dict:
+    """The table, its notes and the plot, written under cfg.results_dir. `command` is what trained it;
+    `rebuilt_by`, the --from-results command that rebuilt it from that run (None: this run trained)."""
     rows = table(results, cfg)
+    present = {r["method"] for r in rows}
     results_dir = Path(cfg.results_dir)
     results_dir.mkdir(parents=True, exist_ok=True)
     png = plot(results, rows, results_dir / f"{cfg.name}_pass_at_1.png")
@@ -203,11 +205,12 @@ def report(cfg, results: list[dict], estimate: float, wall: float, command: str,
         f"N = {cfg.group_size}: every trained method samples 2N = {2 * cfg.group_size} rollouts per problem per step.",
         "Pairs are reported as the cascade in the direction chosen per seed on the validation split; the test "
         "split plays no part in that choice.",
-        "Self-refinement and the self-cascade run on the trained GRPO model (its training compute is listed); "
-        "zero-shot is GRPO's model before training. Total wall includes each learner's own evaluations.",
-        f"{PAIR_CONTROL}: models A and B each trained by plain GRPO at the same budget, then run as a cascade in the "
-        "direction chosen on validation; its training compute is both runs' (twice GRPO's), its rollouts per problem "
-        "per step are each model's.",
+        *(["Self-refinement and the self-cascade run on the trained GRPO model (its training compute is listed); "
+           "zero-shot is GRPO's model before training."] if present & {*SELF_ROWS, "zero-shot"} else []),
+        "Total wall includes each learner's own evaluations.",
+        *([f"{PAIR_CONTROL}: models A and B each trained by plain GRPO at the same budget, then run as a cascade in "
+           "the direction chosen on validation; its training compute is both runs' (twice GRPO's), its rollouts per "
+           "problem per step are each model's."] if PAIR_CONTROL in present else []),
         f"{DELTA}: the row minus the same models untrained (GRPO: zero-shot; a pair: its cascade before training in "
         "the same direction; the drafter alone: that model before training), per problem on the same test problems "
         "and draws seed; one percentile bootstrap over every seed's problems pooled (10,000 resamples). "
@@ -215,13 +218,16 @@ def report(cfg, results: list[dict], estimate: float, wall: float, command: str,
         *comparisons(rows),
         *credit_lines(results),
         f"Wall time: estimated {estimate / 60:.1f} min, actual {wall / 60:.1f} min ({cfg.jobs} process(es), "
-        f"{L.threads} thread(s) each)" + (", as measured by the run this table was rebuilt from (nothing was "
-                                          "retrained)." if rebuilt else "."),
+        f"{L.threads} thread(s) each)" + (f", as measured by the run this table was rebuilt from (nothing was "
+                                          f"retrained); that run: `{command}`." if rebuilt_by else "."),
     ]
     public = [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows]
-    jpath, mpath = write_report(cfg.name, "Agon and the paper's baselines at our scale (Table 3 shape)", public, notes,
-                                {"config": asdict(cfg), "estimated_s": estimate, "wall_s": wall, "results": results},
-                                out_dir=results_dir, command=command)
+    title = "Agon and the paper's baselines at our scale (Table 3 shape)"
+    if cfg.methods.strip() != "all":
+        title += ": " + ", ".join(cfg.selected())
+    jpath, mpath = write_report(cfg.name, title, public, notes,
+                                {"config": asdict(cfg), "command": command, "estimated_s": estimate, "wall_s": wall,
+                                 "results": results}, out_dir=results_dir, command=rebuilt_by or command)
     with mpath.open("a") as f:
         f.write(f"\n![pass@1 over training]({png.name})\n")
     print(f"outputs: {jpath}, {mpath}, {png}; run directories and logs in {cfg.runs_dir}/")

@@ -113,3 +113,35 @@ def test_a_launch_that_cannot_work_fails_before_any_work(tmp_path, monkeypatch, 
     with pytest.raises(SystemExit, match=msg):
         agon_grpo.main(args)
     assert not (tmp_path / "run").exists() and not torch.distributed.is_initialized()
+
+
+@pytest.mark.slow
+def test_accelerate_launch_trains_as_torchrun_does(tmp_path):
+    """`accelerate launch --multi_gpu` hands over to torchrun's launcher: the same environment, the same run
+    (here on CPU with gloo: accelerate's own multi-CPU mode needs MPI)."""
+    import subprocess
+    import sys
+
+    def port():
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return str(s.getsockname()[1])
+
+    learner = ["-m", "baselines.grpo", "--device", "cpu", "--threads", "1", "--no-progress", "--steps", "2",
+               "--problems-per-step", "2", "--rollouts-per-problem", "2", "--sampling.max-new-tokens", "24",
+               "--eval.problems", "4", "--eval.samples", "1", "--eval.max-new-tokens", "24", "--eval-every", "0",
+               "--checkpoint-every", "0", "--run-name", "run"]
+    launchers = {
+        "torchrun": ["torch.distributed.run", "--nproc-per-node", "2", "--master-port", port()],
+        "accelerate": ["accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+                       "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", port()],
+    }
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    for name, launch in launchers.items():
+        r = subprocess.run([sys.executable, "-m", *launch, *learner, "--out-dir", str(tmp_path / name)], env=env,
+                           cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr[-3000:]
+    a, t = _rows(tmp_path / "accelerate" / "run"), _rows(tmp_path / "torchrun" / "run")
+    assert [r["step"] for r in a] == [r["step"] for r in t] and any("loss" in r for r in a)
+    for x, y in zip(a, t):
+        assert x == pytest.approx(y, rel=1e-5, abs=1e-6), x["step"]
