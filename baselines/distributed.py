@@ -8,9 +8,13 @@ Why a run's numbers do not depend on how many processes it has:
   them, stay on one rank, so group advantages need no communication, and a resume draws the same batches.
 - sampling: each problem draws from its own generator, seeded by (the step's seed, its index in the
   global batch) (`Rollouts.sample(..., index=...)`, `Policy.generate_seeded`), so its tokens do not depend
-  on its rank or on the other problems batched with it (their logits can differ in the last bits, which
-  flips a sampled token only if a draw lands that close to a boundary). A plain `python -m` run keeps one batched call per step with one
-  seed: its numbers are unchanged, and differ from a torchrun run's at any world size, 1 included.
+  on its rank or on the other problems batched with it. Their logits (and the sampler's log-probs, the
+  ratio's old side) can differ in the last bits, which flips a sampled token only if a draw lands that
+  close to a boundary; after a few AdamW steps the weights agree to about 1e-5 (test_distributed). A
+  plain `python -m` run keeps one batched call per step with one seed: its numbers are unchanged, and
+  differ from a torchrun run's at any world size, 1 included.
+- generation on vLLM servers (`--backend server`): every rank sends its own problems' requests, and
+  rank 0 alone sends each new adapter version to the servers (`ServerPolicy.sync`).
 - gradients: each rank scales its loss by its share of the normaliser over the global batch (`loss_share`:
   tokens for 'dapo', sequences for 'grpo' and 'dr_grpo'), so the summed gradients are those of the
   one-process loss; one SUM all-reduce of the trainable gradients in a flat buffer, then clipping and the
