@@ -43,8 +43,9 @@ from .update import grpo_update, make_optimizer
 
 @dataclass
 class Args(LearnerArgs):
-    """Agon two-policy GRPO. Launched by `torchrun --nproc-per-node K`, it trains data-parallel on the HF
-    backend: K must divide --problems-per-step, and each problem samples from its own seed."""
+    """Agon two-policy GRPO. Launched by `torchrun --nproc-per-node K`, it trains data-parallel, sampling on the HF
+    backend or on vLLM servers (--backend server): K must divide --problems-per-step, and each problem samples
+    from its own seed."""
 
     group_size: int = 8
     """N: drafts per problem per step; the challenger answers each once, so 2N rollouts per problem"""

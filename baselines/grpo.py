@@ -38,8 +38,9 @@ from .update import grpo_update, make_optimizer
 
 @dataclass
 class Args(LearnerArgs):
-    """Single-model GRPO. Launched by `torchrun --nproc-per-node K`, it trains data-parallel on the HF
-    backend: K must divide --problems-per-step, and each problem samples from its own seed."""
+    """Single-model GRPO. Launched by `torchrun --nproc-per-node K`, it trains data-parallel, sampling on the HF
+    backend or on vLLM servers (--backend server): K must divide --problems-per-step, and each problem samples
+    from its own seed."""
 
     rollouts_per_problem: int = 16
     """G: completions per problem per step (16 = Agon's 2N at N=8, for compute parity)"""

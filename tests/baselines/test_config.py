@@ -151,9 +151,11 @@ def test_the_slurm_recipe_launches_both_learners_options(tmp_path, servers):
                        text=True)
     assert r.returncode == 0, r.stderr
     argv = json.loads((tmp_path / "argv").read_text())
+    argv = argv[argv.index("torchrun"):]
     assert argv[:7] == ["torchrun", "--nnodes", "2", "--nproc-per-node", "8", "--rdzv-id", "7"]
     args = tyro.cli(agon_grpo.Args, args=argv[argv.index("baselines.agon_grpo") + 1:])
     assert args.problems_per_step == 16 and args.device == "cuda" and args.model == "Qwen/Qwen3-0.6B"
+    assert args.micro_batch == 4
     assert (args.backend, args.servers, args.adapter_dir) == (("server", servers, "/shared/adapters") if servers
                                                               else ("hf", "", ""))
     if servers:  # a server list without an adapter dir is refused before anything starts
@@ -161,6 +163,10 @@ def test_the_slurm_recipe_launches_both_learners_options(tmp_path, servers):
         r = subprocess.run(["bash", str(root / "configs" / "slurm_multinode.sbatch"), "/data"], env=env,
                            capture_output=True, text=True)
         assert r.returncode != 0 and "ADAPTER_DIR must name a directory the servers can read" in r.stderr
+        env.update(SERVERS="", ADAPTER_DIR="/shared/adapters")  # `paste` of a server list not written yet
+        r = subprocess.run(["bash", str(root / "configs" / "slurm_multinode.sbatch"), "/data"], env=env,
+                           capture_output=True, text=True)
+        assert r.returncode != 0 and "SERVERS is set but empty" in r.stderr
 
 
 def test_the_slurm_server_recipe_starts_one_lora_server_per_gpu(tmp_path):
@@ -169,10 +175,11 @@ def test_the_slurm_server_recipe_starts_one_lora_server_per_gpu(tmp_path):
     import os
 
     root = Path(__file__).resolve().parents[2]
-    _fake(tmp_path, "srun", "for i in 0 1; do SLURM_LOCALID=$i \"$@\" & done; wait\n")
+    _fake(tmp_path, "srun", "shift 2; for i in 0 1; do SLURM_LOCALID=$i \"$@\" & done; wait\n")  # drop --cpus-per-task N
+    _fake(tmp_path, "scontrol", "echo gen0\n")
     _fake(tmp_path, "vllm", f"echo \"$CUDA_VISIBLE_DEVICES $VLLM_ALLOW_RUNTIME_LORA_UPDATING $*\" >> {tmp_path}/calls\n")
-    _fake(tmp_path, "hostname", "echo gen0\n")
-    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}", "SERVERS_FILE": str(tmp_path / "servers.txt")}
+    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}", "SERVERS_FILE": str(tmp_path / "servers.txt"),
+           "SLURM_JOB_NODELIST": "gen0", "SLURM_NTASKS_PER_NODE": "2"}
     r = subprocess.run(["bash", str(root / "configs" / "slurm_vllm_servers.sbatch")], env=env, capture_output=True,
                        text=True)
     assert r.returncode == 0, r.stderr
