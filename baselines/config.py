@@ -201,7 +201,8 @@ class LearnerArgs(BaseArgs):
     checkpoint_every: int = 50
     """steps between checkpoints (0: none)"""
     resume: str = ""
-    """a run directory to continue from its last checkpoint"""
+    """a run directory to continue from its last checkpoint, with its own options (--servers and --adapter-dir,
+    when given, replace its own)"""
     progress: bool = True
     """show progress bars"""
 

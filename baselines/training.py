@@ -54,11 +54,16 @@ def batch_for_step(problems: Sequence[Problem], step: int, per_step: int, seed: 
 
 
 def resumed(args: LearnerArgs) -> LearnerArgs:
-    """`args` as given, or, with `--resume`, the run's own config (only `resume` kept from the command line)."""
+    """`args` as given, or, with `--resume`, the run's own config. Kept from the command line: `resume`, and
+    `--servers` / `--adapter-dir` when given (where generation runs can move, e.g. to a restarted server job;
+    what is trained cannot)."""
     if not args.resume:
         return args
     run_args = from_dict(type(args), load_config(args.resume))
     run_args.resume = args.resume
+    for name in ("servers", "adapter_dir"):
+        if getattr(args, name):
+            setattr(run_args, name, getattr(args, name))
     return run_args
 
 

@@ -67,3 +67,20 @@ def test_resume_after_kill_matches_uninterrupted(tmp_path):
     assert metrics(tmp_path / "killed" / "run") == metrics(tmp_path / "full" / "run")
 
 
+
+
+def test_a_resume_keeps_the_runs_options_but_may_move_its_servers(tmp_path):
+    import json
+    from dataclasses import asdict
+
+    from baselines import agon_grpo
+    from baselines.training import resumed
+
+    first = agon_grpo.Args(model="/models/base", lora_rank=8, backend="server", servers="http://old:8000",
+                           adapter_dir="/shared/a", steps=40, lr=3e-5)
+    (tmp_path / "config.json").write_text(json.dumps(asdict(first)))
+    again = resumed(agon_grpo.Args(resume=str(tmp_path)))  # nothing else given: the run's own options
+    assert (again.servers, again.adapter_dir, again.steps, again.lr) == ("http://old:8000", "/shared/a", 40, 3e-5)
+    moved = resumed(agon_grpo.Args(resume=str(tmp_path), servers="http://new:8000,http://new:8001", steps=99))
+    assert (moved.servers, moved.adapter_dir, moved.steps) == ("http://new:8000,http://new:8001", "/shared/a", 40)
+    assert moved.resume == str(tmp_path) and moved.backend == "server" and moved.lora_rank == 8
