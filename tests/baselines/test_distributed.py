@@ -58,11 +58,15 @@ def _worker(rank, world, port, out):
     torch.distributed.destroy_process_group()
 
 
-def _spawn(world, out):
+def free_port() -> int:
+    """A port nothing listens on now, for a process group's rendezvous."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    mp.spawn(_worker, args=(world, port, str(out)), nprocs=world)
+        return s.getsockname()[1]
+
+
+def _spawn(world, out):
+    mp.spawn(_worker, args=(world, free_port(), str(out)), nprocs=world)
 
 
 def _rows(run_dir):
@@ -125,19 +129,14 @@ def test_accelerate_launch_trains_as_torchrun_does(tmp_path):
     import subprocess
     import sys
 
-    def port():
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            return str(s.getsockname()[1])
-
     learner = ["-m", "baselines.grpo", "--device", "cpu", "--threads", "1", "--no-progress", "--steps", "2",
                "--problems-per-step", "2", "--rollouts-per-problem", "2", "--sampling.max-new-tokens", "24",
                "--eval.problems", "4", "--eval.samples", "1", "--eval.max-new-tokens", "24", "--eval-every", "0",
                "--checkpoint-every", "0", "--run-name", "run"]
     launchers = {
-        "torchrun": ["torch.distributed.run", "--nproc-per-node", "2", "--master-port", port()],
+        "torchrun": ["torch.distributed.run", "--nproc-per-node", "2", "--master-port", str(free_port())],
         "accelerate": ["accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
-                       "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", port()],
+                       "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(free_port())],
     }
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
     for name, launch in launchers.items():

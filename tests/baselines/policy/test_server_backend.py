@@ -390,13 +390,12 @@ def test_torchrun_ranks_sample_on_the_servers_and_rank_0_alone_sends_adapters(ur
     version reaches each server once (a second load of a name is refused, so it would fail the run)."""
     import torch.multiprocessing as mp
 
+    from ..test_distributed import free_port
+
     runs, loads = {}, {}
     for world in (1, 2):
         before = {u: len(_control(u, "/_test/log")) for u in urls}
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        mp.spawn(_torchrun_worker, args=(world, port, urls, str(tmp_path / f"w{world}")), nprocs=world)
+        mp.spawn(_torchrun_worker, args=(world, free_port(), urls, str(tmp_path / f"w{world}")), nprocs=world)
         asked = [e for u in urls for e in _control(u, "/_test/log")[before[u]:]]
         loads[world] = sorted(re.sub(r"-[0-9a-f]{6}-", "-", e["model"]) for e in asked  # without the run tag
                               if e["path"] == "/v1/load_lora_adapter")
@@ -426,12 +425,11 @@ def test_under_torchrun_a_failed_adapter_send_stops_every_rank(urls, tmp_path):
     with rank 0's reason) instead of waiting for ever."""
     import torch.multiprocessing as mp
 
+    from ..test_distributed import free_port
+
     for url in urls:
         _control(url, "/_test/fault", {"status": None, "count": 0, "hide_adapters": True})
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    ctx = mp.spawn(_reporting_worker, args=(2, port, urls, str(tmp_path)), nprocs=2, join=False)
+    ctx = mp.spawn(_reporting_worker, args=(2, free_port(), urls, str(tmp_path)), nprocs=2, join=False)
     for _ in range(60):  # at most 2 minutes: a rank left waiting would hang here
         if ctx.join(timeout=2):
             break
