@@ -193,12 +193,10 @@ def global_stats(loss: float, means: dict[str, float], tokens: int) -> tuple[flo
 
 
 def all_reduce_grads(params: Sequence[torch.Tensor]) -> None:
-    """Sum the gradients of `params` over ranks in one flat all-reduce. A parameter without a gradient counts
-    as zeros: only a rank with no rollouts to update has none (every trainable weight of these policies
-    takes part in the forward)."""
+    """Sum the gradients of `params` over ranks in one flat all-reduce."""
     if not active():
         return
-    grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
+    grads = [p.grad for p in params]
     flat = torch.cat([g.reshape(-1) for g in grads])
     _timed(dist.all_reduce, flat)
     for p, g in zip(params, flat.split([g.numel() for g in grads])):

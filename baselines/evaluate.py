@@ -21,6 +21,7 @@ split (`choose_direction`) and only then reported on the test split.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
@@ -90,71 +91,93 @@ def chunk_seed(seed: int, chunk: int) -> int:
     return seed if chunk == 0 else int(np.random.SeedSequence([seed, chunk]).generate_state(1)[0])
 
 
-def _chunks(problems: Sequence[Problem], desc: str, progress: bool):
-    """(chunk index, its problems) for every chunk of `problems` that is this rank's, with a progress bar over them."""
-    mine = [i for i in range(0, len(problems), CHUNK) if dist.my_chunk(i // CHUNK)]
+def _chunks(problems: Sequence[Problem]) -> dict[int, list[Problem]]:
+    """This rank's chunks of `problems`, by chunk index."""
+    return {i // CHUNK: list(problems[i:i + CHUNK]) for i in range(0, len(problems), CHUNK) if dist.my_chunk(i // CHUNK)}
+
+
+def _progress(chunks: dict[int, list[Problem]], desc: str, progress: bool):
+    """(chunk index, its problems) for every chunk, with a progress bar over the problems."""
     # disable=None: the bar is off where stderr is not a terminal (a job's log, a test); rank 0's alone shows
-    with tqdm(total=sum(len(problems[i:i + CHUNK]) for i in mine), desc=desc, unit="problem", leave=False,
-              dynamic_ncols=True, disable=None if progress and dist.is_main() else True) as bar:
-        for i in mine:
-            part = list(problems[i:i + CHUNK])
-            yield i // CHUNK, part
+    with tqdm(total=sum(map(len, chunks.values())), desc=desc, unit="problem", leave=False, dynamic_ncols=True,
+              disable=None if progress and dist.is_main() else True) as bar:
+        for i, part in chunks.items():
+            yield i, part
             bar.update(len(part))
 
 
+@dataclass
+class Drafts:
+    """A model's evaluation completions from the plain (drafter) prompt, per chunk: what it is graded on
+    alone and what a cascade's answerer reads (the same prompts, chunks and seeds: the same draws)."""
+
+    sampled: dict[int, Rollouts]
+    """`samples` completions per problem at the evaluation temperature"""
+    greedy: dict[int, Rollouts] | None
+    """one greedy completion per problem (None when the evaluation has no greedy column)"""
+
+    @classmethod
+    def sample(cls, policy: Policy, problems: Sequence[Problem], game: AgonGame, cfg: EvalConfig, seed: int,
+               progress: bool = True) -> "Drafts":
+        def run(params, n, desc):
+            return {i: Rollouts.sample(policy, part, game.drafter_prompts(part), n, params, chunk_seed(seed, i))
+                    for i, part in _progress(_chunks(problems), desc, progress)}
+        return cls(run(cfg.params(), cfg.samples, f"eval {policy.name}"),
+                   run(cfg.params(greedy=True), 1, f"eval {policy.name} (greedy)") if cfg.greedy else None)
+
+
 def evaluate_single(policy: Policy, problems: Sequence[Problem], game: AgonGame, cfg: EvalConfig, seed: int,
-                    progress: bool = True) -> dict:
-    """pass@1 of one model from the plain (drafter) prompt."""
-    parts, greedy = {}, None
-    for i, part in _chunks(problems, f"eval {policy.name}", progress):
-        gens = Rollouts.sample(policy, part, game.drafter_prompts(part), cfg.samples, cfg.params(), chunk_seed(seed, i))
-        parts[i] = ([v.correct for v in game.grade_solo(gens.each_problem, gens.texts)[1]],
-                    [len(g.completion_ids) for g in gens.gens])
-    correct, lengths = dist.gather_chunks(parts)
-    if cfg.greedy:
-        parts = {}
-        for i, part in _chunks(problems, f"eval {policy.name} (greedy)", progress):
-            g1 = [gs[0].text for gs in policy.generate(game.drafter_prompts(part), 1, cfg.params(greedy=True),
-                                                       seed=chunk_seed(seed, i))]
-            parts[i] = ([v.correct for v in game.grade_solo(part, g1)[1]],)
-        (greedy,) = dist.gather_chunks(parts)
+                    progress: bool = True, drafts: Drafts | None = None) -> dict:
+    """pass@1 of one model from the plain (drafter) prompt; `drafts`: its `Drafts` already sampled."""
+    d = drafts or Drafts.sample(policy, problems, game, cfg, seed, progress)
+
+    def graded(chunks):
+        return dist.gather_chunks({i: ([v.correct for v in game.grade_solo(r.each_problem, r.texts)[1]],
+                                       [len(g.completion_ids) for g in r.gens]) for i, r in chunks.items()})
+
+    correct, lengths = graded(d.sampled)
+    greedy = None if d.greedy is None else graded(d.greedy)[0]
     return summary_row(policy.name, correct, lengths, greedy, samples=cfg.samples)
 
 
 def evaluate_cascade(drafter: Policy, answerer: Policy, problems: Sequence[Problem], game: AgonGame,
-                     cfg: EvalConfig, seed: int, progress: bool = True) -> dict:
-    """pass@1 of `answerer` after reading `drafter`'s draft summary (one draft per answer).
+                     cfg: EvalConfig, seed: int, progress: bool = True, drafts: Drafts | None = None) -> dict:
+    """pass@1 of `answerer` after reading `drafter`'s draft summary (one draft per answer); `drafts`: the
+    drafter's `Drafts` already sampled.
 
     Also reports the drafter's own accuracy on those drafts, and the conversion rate
     (answer right where the draft was wrong) and keep rate (right where the draft was right).
     """
     name = f"{drafter.name}→{answerer.name}"
+    d = drafts or Drafts.sample(drafter, problems, game, cfg, seed, progress)
 
-    def run(params, n, desc):
+    def run(chunks, params, desc):
         parts = {}
-        for i, part in _chunks(problems, desc, progress):
-            drafts = Rollouts.sample(drafter, part, game.drafter_prompts(part), n, params, chunk_seed(seed, i))
-            reps = drafts.each_problem
-            answers = Rollouts.sample(answerer, reps, game.challenger_prompts(reps, drafts.texts), 1, params,
+        for i, _ in _progress({i: r.problems for i, r in chunks.items()}, desc, progress):
+            reps, texts = chunks[i].each_problem, chunks[i].texts
+            answers = Rollouts.sample(answerer, reps, game.challenger_prompts(reps, texts), 1, params,
                                       chunk_seed(seed + 1, i))
-            parts[i] = ([len(a.completion_ids) for a in answers.gens], game.score(reps, drafts.texts, answers.texts))
+            parts[i] = ([len(a.completion_ids) for a in answers.gens], game.score(reps, texts, answers.texts))
         return dist.gather_chunks(parts)
 
-    lengths, results = run(cfg.params(), cfg.samples, f"eval {name}")
+    lengths, results = run(d.sampled, cfg.params(), f"eval {name}")
     rates = game_rates(results)
     greedy = None
-    if cfg.greedy:
-        greedy = [r.challenger_info["correct"] for r in run(cfg.params(greedy=True), 1, f"eval {name} (greedy)")[1]]
+    if d.greedy is not None:
+        greedy = [r.challenger_info["correct"] for r in run(d.greedy, cfg.params(greedy=True), f"eval {name} (greedy)")[1]]
     return summary_row(name, [r.challenger_info["correct"] for r in results], lengths, greedy, samples=cfg.samples,
                        drafter_pass=rates["drafter_pass"], conversion=rates["conversion"], keep=rates["keep"])
 
 
 def evaluate_pair(a: Policy, b: Policy, problems: Sequence[Problem], game: AgonGame, cfg: EvalConfig,
                   seed: int, progress: bool = True) -> list[dict]:
-    """Rows for A alone, B alone, cascade A→B and cascade B→A (the paper's checklist)."""
-    return [evaluate_single(a, problems, game, cfg, seed, progress), evaluate_single(b, problems, game, cfg, seed, progress),
-            evaluate_cascade(a, b, problems, game, cfg, seed, progress),
-            evaluate_cascade(b, a, problems, game, cfg, seed, progress)]
+    """Rows for A alone, B alone, cascade A→B and cascade B→A (the paper's checklist). Each model's drafts
+    are sampled once: its own row grades them, and its cascade's answerer reads them."""
+    da, db = (Drafts.sample(p, problems, game, cfg, seed, progress) for p in (a, b))
+    return [evaluate_single(a, problems, game, cfg, seed, progress, da),
+            evaluate_single(b, problems, game, cfg, seed, progress, db),
+            evaluate_cascade(a, b, problems, game, cfg, seed, progress, da),
+            evaluate_cascade(b, a, problems, game, cfg, seed, progress, db)]
 
 
 def choose_direction(validation_rows: list[dict]) -> str:

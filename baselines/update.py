@@ -44,25 +44,33 @@ def grpo_update(policy: Policy, opt, sched, gens: Sequence[Generation], advantag
     opt.zero_grad(set_to_none=True)
     tokens = sum(len(g.completion_ids) for g in gens)
     share = dist.loss_share(len(gens), tokens, args.loss_type)  # 1.0 in one process: an exact no-op
+    # Without a KL term a completion of advantage exactly 0 (an all-equal group) adds exactly 0 to the gradient, so
+    # its forward/backward is skipped; it still counts in the loss's normaliser, so the step is the same.
+    live = [i for i, nonzero in enumerate((adv != 0).tolist()) if nonzero or args.beta]
+    live_tokens = sum(len(gens[i].completion_ids) for i in live)
     loss, stats = 0.0, {"clip_frac": 0.0, "kl": 0.0, "sampler_gap": 0.0}
-    size = args.micro_batch or max(len(gens), 1)
-    # a rank may have nothing to update (dynamic sampling) and still joins the all-reduce
-    for lo in range(0, len(gens), size):
-        part = gens[lo:lo + size]
+    size = args.micro_batch or max(len(live), 1)
+    for lo in range(0, len(live), size):
+        idx = live[lo:lo + size]
+        part = [gens[i] for i in idx]
         part_tokens = sum(len(g.completion_ids) for g in part)
         # each loss is a mean over its own part: weigh it by the part's share of this batch's normaliser
         weight = part_tokens / tokens if args.loss_type == "dapo" else len(part) / len(gens)
-        part_loss, part_stats = _loss(policy, part, adv[lo:lo + size], args)
+        part_loss, part_stats = _loss(policy, part, adv[idx], args)
         (part_loss * (share * weight)).backward()
         loss += part_loss.item() * weight
-        for k, v in part_stats.items():  # per-token means
-            stats[k] += v * part_tokens / tokens
+        for k, v in part_stats.items():  # per-token means over the completions computed
+            stats[k] += v * part_tokens / live_tokens
+    for p in policy.parameters():  # nothing computed still steps on zeros: Adam's momentum moves the weights
+        if p.grad is None:
+            p.grad = torch.zeros_like(p)
+    # every rank joins the all-reduce, also one with nothing to update
     dist.all_reduce_grads(policy.parameters())
     grad_norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), args.max_grad_norm)
     opt.step()
     sched.step()
     policy.publish()
-    total, means = dist.global_stats(loss * share, stats, tokens)
+    total, means = dist.global_stats(loss * share, stats, live_tokens)
     return {"loss": total, "grad_norm": float(grad_norm), **means}
 
 

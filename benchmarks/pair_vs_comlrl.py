@@ -176,7 +176,9 @@ class OursSide:
         for k, pol in policies.items():
             opts[k], scheds[k] = make_optimizer(pol, a)
             pol.generate = self._counted(pol.generate)
+            pol.token_logprobs = self._scored(pol.token_logprobs)
         self.calls: list[dict] = []
+        self.scored = 0
         self.order = [[p.id for p in batch_for_step(train_set, s, a.problems_per_step, a.seed)] for s in range(a.steps)]
         warm_grader(game, train_set[0])
         self.game, self.args, self.torch = game, a, torch
@@ -195,6 +197,12 @@ class OursSide:
             return groups
         return counted
 
+    def _scored(self, token_logprobs):
+        def scored(prompt_ids, completion_ids, **kw):
+            self.scored += len(completion_ids)
+            return token_logprobs(prompt_ids, completion_ids, **kw)
+        return scored
+
     def ready(self) -> dict:
         g = self.game
         return {"event": "ready", "order": self.order, "lora": self.lora, "memory_base": self.base_memory,
@@ -204,6 +212,7 @@ class OursSide:
 
     def step(self, s: int) -> dict:
         self.calls.clear()
+        self.scored = 0
         t = time.perf_counter()
         m = self._step(s)
         secs = time.perf_counter() - t
@@ -214,7 +223,7 @@ class OursSide:
                                f"{(m['length/drafter'] + m['length/challenger']) * n}")
         return {"event": "step", "step": s, "seconds": secs, "generate_s": sum(c["seconds"] for c in self.calls),
                 "tokens": tokens, "completions": sum(c["completions"] for c in self.calls),
-                "problems": self.order[s], "drafter": m["drafter"],
+                "problems": self.order[s], "drafter": m["drafter"], "scored": self.scored,
                 "prompt_tokens": self.calls[0]["prompt_tokens"],  # the drafter's, one per problem
                 "threads": self.torch.get_num_threads()}
 
@@ -522,7 +531,11 @@ def main(args: Args) -> dict:
         f"{args.problems_per_step} problems × N = {args.group} rollouts per policy per step (2N per problem), "
         f"≤ {args.max_new_tokens} tokens, T = {args.temperature} (top-p 1, no top-k), AdamW lr {args.lr} constant, "
         "no weight decay, one update per policy per step; ours accumulates gradients over "
-        f"{args.micro_batch or 'all'} completion(s) per forward/backward (--micro-batch), CoMLRL over one.",
+        f"{args.micro_batch or 'all'} completion(s) per forward/backward (--micro-batch), CoMLRL over one. Ours "
+        f"scored {sum(r['scored'] for r in steps['ours'][1:]) / sum(r['completions'] for r in steps['ours'][1:]):.0%} "
+        "of its timed steps' completions in the update: the others had advantage exactly 0 (all-equal groups), "
+        "whose gradient is exactly 0, so their forward/backward is skipped (baselines/update.py); CoMLRL runs one "
+        "on every completion.",
         f"Identical work: same problems, rollouts and drafter-prompt tokens per step on both sides in {sum(same)} of "
         f"{len(same)} steps. Each side samples its own completions, so lengths differ; tokens/s is the fair rate. "
         "Ours also builds and runs the challenger's longer prompts (problem + draft summary); CoMLRL's agent B reads "

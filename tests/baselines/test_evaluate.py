@@ -15,6 +15,7 @@ from baselines.evaluate import (
     chunk_seed,
     clopper_pearson,
     evaluate_cascade,
+    evaluate_pair,
     evaluate_single,
     paired_bootstrap,
     summary_row,
@@ -94,6 +95,29 @@ def test_evaluation_samples_in_seeded_chunks_and_keeps_per_problem_results():
     assert json.loads(json.dumps(row)) == row  # rows go into summary.json and metrics as they are
     cascade = evaluate_cascade(pol, pol, ps[:3], game, EvalConfig(samples=2, greedy=False), 5, progress=False)
     assert cascade["per_problem"] == [0.0, 0.0, 0.0] and cascade["n"] == 6  # the answerer reads a draft: "D:..."
+
+
+def test_a_pair_samples_each_models_drafts_once_and_reports_what_separate_evaluations_do():
+    """A model's own row and its cascade read the same draws (same prompts, chunks and seeds), so the pair's
+    evaluation samples them once: the tiny pair's rows equal the four evaluations run one by one."""
+    from baselines.config import LearnerArgs, policy_template
+    from baselines.policy import load_pair
+
+    args = LearnerArgs()
+    a, b = load_pair(args.model_spec(), device="cpu", seed=0, backend="hf", reference=False)
+    ps = args.load("test", "hard", 12)
+    game = args.game(ps[0].domain, policy_template([a, b]))
+    cfg = EvalConfig(samples=2, greedy=True)
+    calls = []
+    for pol in (a, b):
+        pol.generate = (lambda gen, name: lambda *x, **k: calls.append(name) or gen(*x, **k))(pol.generate, pol.name)
+    pair = evaluate_pair(a, b, ps, game, cfg, 3, progress=False)
+    assert sorted(calls) == ["A"] * 4 + ["B"] * 4  # drafts sampled and greedy, answers sampled and greedy
+    calls.clear()
+    alone = [evaluate_single(a, ps, game, cfg, 3, False), evaluate_single(b, ps, game, cfg, 3, False),
+             evaluate_cascade(a, b, ps, game, cfg, 3, False), evaluate_cascade(b, a, ps, game, cfg, 3, False)]
+    assert len(calls) == 12 and pair == alone
+    assert 0 < pair[0]["pass@1"] < 1 and pair[2]["conversion"] + pair[2]["keep"] > 0  # real draws, graded
 
 
 def test_summary_row_refuses_a_ragged_sample_count():

@@ -126,6 +126,45 @@ def test_micro_batches_accumulate_the_whole_batchs_step(tiny_batch, loss_type):
         assert torch.equal(p.detach(), s)
 
 
+@pytest.mark.parametrize("micro", [1, 0])
+def test_zero_advantage_completions_are_skipped_and_the_step_is_the_same(micro):
+    """An all-equal group's completions (advantage exactly 0) add nothing to the gradient, so the update scores
+    only the others; the weights it reaches are those of scoring all (bitwise one completion at a time, within
+    float rounding in one batch), also on a step where nothing is scored and Adam's momentum moves them."""
+    pol = load_policy("tiny:a", backend="hf", reference=False)  # no reference: a KL weight adds no term, skips nothing
+    gens = [g for gs in pol.generate(["Q:12+34\nA:", "Q:5*7\nA:"], 4, SamplingParams(0.7, 1.0, 24), seed=3) for g in gs]
+    steps = [torch.tensor([1.0, -0.5, 0.25, 2.0, 0.0, 0.0, 0.0, 0.0]), torch.zeros(8)]
+    start = [p.detach().clone() for p in pol.parameters()]
+    score = pol.token_logprobs
+
+    def run(beta):
+        with torch.no_grad():
+            for p, s in zip(pol.parameters(), start):
+                p.copy_(s)
+        args = LearnerArgs(steps=10, lr=1e-3, warmup_frac=0.0, micro_batch=micro, beta=beta,
+                           sampling=SamplingParams(0.7, 1.0, 24))
+        opt, sched = make_optimizer(pol, args)
+        scored = []
+        pol.token_logprobs = lambda p, c, **kw: scored.append(len(c)) or score(p, c, **kw)
+        try:
+            stats = [grpo_update(pol, opt, sched, gens, adv, args) for adv in steps]
+        finally:
+            del pol.token_logprobs
+        return [p.detach().clone() for p in pol.parameters()], sum(scored), stats
+
+    (skip, n_skip, s_skip), (every, n_every, s_every) = run(0.0), run(1e-9)
+    assert (n_skip, n_every) == (4, 16)
+    assert any(not torch.equal(a, s) for a, s in zip(every, start))
+    for a, b in zip(every, skip):
+        if micro == 1:
+            assert torch.equal(a, b)
+        else:  # two Adam steps at lr 1e-3: Adam divides the last bits of small gradients by small moments
+            torch.testing.assert_close(b, a, rtol=0, atol=1e-5)
+    for a, b in zip(s_every, s_skip):
+        assert b["loss"] == pytest.approx(a["loss"], rel=1e-5, abs=1e-8)
+        assert b["grad_norm"] == pytest.approx(a["grad_norm"], rel=1e-4, abs=1e-8)
+
+
 @pytest.mark.parametrize("loss_type, micro", [("grpo", 0), ("dapo", 3)])
 def test_shared_prompts_take_the_same_step(tiny_batch, loss_type, micro):
     """--share-prompts computes each group's prompt once (two prompts of unequal length, four completions
