@@ -73,6 +73,10 @@ class Decoder:
         self.layers = [_Layer(layer) for layer in model.model.layers]
         self.cache: list[tuple[torch.Tensor, torch.Tensor]] = []
 
+    def select(self, rows: torch.Tensor) -> None:
+        """Keep only batch rows `rows` (indices) in the cache: finished rows leave the batch."""
+        self.cache = [(k[rows], v[rows]) for k, v in self.cache]
+
     def forward(self, ids: torch.Tensor, pos: torch.Tensor, key_mask: torch.Tensor) -> torch.Tensor:
         """ids/pos [B, S]; key_mask [B, L_total] (1 = real token) over cache + new tokens."""
         inner = self.model.model

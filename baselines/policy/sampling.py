@@ -55,14 +55,19 @@ def _pick(logits: torch.Tensor, params: SamplingParams, gen) -> torch.Tensor:
 
 @torch.no_grad()
 def sample(model, prompt_ids: list[list[int]], params: SamplingParams, eos: set[int], pad: int,
-           gen) -> list[tuple[list[int], list[float], bool]]:
+           gen, compact: float = 0.75) -> list[tuple[list[int], list[float], bool]]:
     """Autoregressive sampling with a KV cache over a left-padded batch.
 
     `gen` is one `torch.Generator` for every row, or a list of (row slice, generator) covering the
     rows in order: each slice then draws from its own generator, as it would in a batch of its own.
 
-    Returns (completion ids, raw-logit log-probs, finished) per row. Rows that finish keep
-    being fed a pad token until all finish, so the batch stays rectangular.
+    Returns (completion ids, raw-logit log-probs, finished) per row.
+
+    Finished rows leave the decoding batch once the running ones fall to `compact` of it (the batch
+    waits on its longest row otherwise; 1.0: leave at once, 0: never). Every step still draws for
+    every row, the finished ones from placeholder logits, so each generator's stream does not depend
+    on when rows leave; a running row's logits can differ in the last bits (a smaller batch may take
+    other matmul kernels), so its tokens are the same unless a draw falls within rounding of a boundary.
     """
     from .fast_decode import Decoder, supports
 
@@ -72,29 +77,39 @@ def sample(model, prompt_ids: list[list[int]], params: SamplingParams, eos: set[
     if supports(model):
         dec = Decoder(model, ids.shape[1] + params.max_new_tokens)
         step = lambda ids, mask, pos: dec.forward(ids, pos, mask).float()  # noqa: E731
+        select = dec.select
     else:
         from transformers import DynamicCache
 
         kw = {_cache_key(model): DynamicCache(), "use_cache": True}
         step = lambda ids, mask, pos: model(input_ids=ids, attention_mask=mask, position_ids=pos,  # noqa: E731
                                             **kw).logits[:, -1].float()
+        select = kw[_cache_key(model)].batch_select_indices
     logits = step(ids, mask, pos)
     B = len(prompt_ids)
     eos_t = torch.tensor(sorted(eos), device=device)
     done = torch.zeros(B, dtype=torch.bool, device=device)
+    rows = torch.arange(B, device=device)  # the rows in the decoding batch, in order
     toks, lps, alive = [], [], []
-    for _ in range(params.max_new_tokens):
-        tok = _pick(logits, params, gen)
+    full = logits  # [B, V]: a row that left keeps its last logits as a placeholder, drawn from, never used
+    for t in range(params.max_new_tokens):
+        tok = _pick(full, params, gen)
         toks.append(tok)
-        lps.append((logits.gather(-1, tok[:, None]).squeeze(-1) - logits.logsumexp(-1)))
+        lps.append((full.gather(-1, tok[:, None]).squeeze(-1) - full.logsumexp(-1)))
         alive.append(~done)
         done = done | torch.isin(tok, eos_t)
-        if bool(done.all()):
+        if bool(done.all()) or t == params.max_new_tokens - 1:
             break
-        tok = tok.masked_fill(done, pad)
-        mask = torch.cat([mask, torch.ones((B, 1), dtype=mask.dtype, device=device)], 1)
+        running = ~done[rows]
+        if int(running.sum()) < len(rows) and int(running.sum()) <= compact * len(rows):
+            keep = running.nonzero().squeeze(-1)
+            select(keep)
+            rows, mask, pos = rows[keep], mask[keep], pos[keep]
+        feed = tok[rows].masked_fill(done[rows], pad)
+        mask = torch.cat([mask, torch.ones((len(rows), 1), dtype=mask.dtype, device=device)], 1)
         pos = pos[:, -1:] + 1
-        logits = step(tok[:, None], mask, pos)
+        logits = step(feed[:, None], mask, pos)
+        full = logits if len(rows) == B else full.index_copy_(0, rows, logits)
     toks_t, lps_t, alive_t = (torch.stack(x, 1).cpu() for x in (toks, lps, alive))
     out = []
     for i in range(B):

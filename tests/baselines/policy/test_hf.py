@@ -247,3 +247,37 @@ def test_lean_decoder_samples_the_transformers_tokens(monkeypatch):
     assert [g.completion_ids for g in lean] == [g.completion_ids for g in plain]
     gap = max(abs(a - b) for x, y in zip(lean, plain) for a, b in zip(x.logprobs, y.logprobs))
     assert gap < 1e-4
+
+
+@pytest.mark.parametrize("lean", [True, False])
+def test_finished_rows_leaving_the_batch_change_no_token(monkeypatch, lean):
+    """Finished rows leave the decoding batch (`compact`) as a pure speed-up: on a GRPO-sized batch of the shipped
+    model, whichever share triggers it, every row samples the tokens it samples when no row leaves, with log-probs
+    equal within float rounding (a smaller batch can take other matmul kernels), through the lean decoder and the
+    transformers forward alike."""
+    import functools
+
+    from agon_env import AgonGame
+    from baselines.policy import fast_decode, load_policy, sampling
+    from problems import load
+
+    pol = load_policy("tiny:a", backend="hf", reference=False)
+    if not lean:
+        monkeypatch.setattr(fast_decode, "supports", lambda m: False)
+    prompts = AgonGame(template="compact").drafter_prompts(load("arith", split="train", tier="hard")[:8])
+    params = SamplingParams(temperature=0.7, max_new_tokens=128)
+    rows = []  # the batch size of every decoding step
+    pol.model.lm_head.register_forward_pre_hook(lambda m, x: rows.append(x[0].shape[0]))
+    out, fed = {}, {}
+    for compact in (0.0, 0.75, 1.0):
+        monkeypatch.setattr("baselines.policy.hf.sample", functools.partial(sampling.sample, compact=compact))
+        rows.clear()
+        out[compact] = [(g.completion_ids, g.logprobs) for row in pol.generate(prompts, n=8, params=params, seed=4)
+                        for g in row]
+        fed[compact] = sum(rows)
+    lengths = [len(c) for c, _ in out[0.0]]
+    assert fed[0.0] == 64 * max(lengths) and fed[1.0] == sum(lengths) < fed[0.75] < fed[0.0]
+    for compact in (0.75, 1.0):
+        assert [c for c, _ in out[compact]] == [c for c, _ in out[0.0]]
+        gap = max(abs(a - b) for (_, x), (_, y) in zip(out[compact], out[0.0]) for a, b in zip(x, y))
+        assert gap < 1e-5
