@@ -37,7 +37,8 @@ def make_optimizer(policy: Policy, args: LearnerArgs):
 def grpo_update(policy: Policy, opt, sched, gens: Sequence[Generation], advantages: torch.Tensor,
                 args: LearnerArgs) -> dict[str, float]:
     """One clipped policy-gradient step on `gens` with their advantages. Under torchrun `gens` are this
-    rank's share of the batch, and the step is the one the whole batch would make in one process."""
+    rank's share of the batch, and the step is the one the whole batch would make in one process.
+    The per-token stats (clip_frac, kl, sampler_gap) are over the completions scored."""
     keep = [i for i, g in enumerate(gens) if g.completion_ids]
     gens, adv = [gens[i] for i in keep], advantages[keep]
     policy.train()

@@ -116,15 +116,19 @@ def _ours(args: Args, train_set, game, share_prompts: bool):
                                      max_new_tokens=args.max_new_tokens, greedy=False)
     policy = load_policy("tiny:a", device="cpu", backend="hf", seed=args.seed, reference=False)
     opt, sched = make_optimizer(policy, a)
-    made = [0, 0]  # completion tokens, completions since the last reset
-    generate = policy.generate
+    made = [0, 0, 0]  # completion tokens, completions, completions scored by the update since the last reset
+    generate, score = policy.generate, policy.token_logprobs
 
     def counted(*pos, **kw):
         groups = generate(*pos, **kw)
         made[0] += sum(len(g.completion_ids) for gs in groups for g in gs)
         made[1] += sum(len(gs) for gs in groups)
         return groups
-    policy.generate = counted
+
+    def scored(prompt_ids, completion_ids, **kw):
+        made[2] += len(completion_ids)
+        return score(prompt_ids, completion_ids, **kw)
+    policy.generate, policy.token_logprobs = counted, scored
     return (lambda step: grpo.grpo_step(step, a, game, train_set, policy, opt, sched)), a, made
 
 
@@ -156,14 +160,14 @@ def run(args: Args) -> dict:
     def ours_round(first: int, count: int):
         for side, (our_step, _, made) in ours.items():  # our default, then --share-prompts
             for s in range(first, first + count):
-                made[:] = [0, 0]
+                made[:] = [0, 0, 0]
                 t = time.perf_counter()
                 m = our_step(s)
                 secs = time.perf_counter() - t
                 if round(m["length"] * m["rollouts"]) != made[0]:
                     raise RuntimeError(f"{side} step {s}: counted {made[0]} tokens, its metrics say "
                                        f"{m['length'] * m['rollouts']}")
-                steps[side].append({"step": s, "seconds": secs, "tokens": made[0], "completions": made[1],
+                steps[side].append({"step": s, "seconds": secs, "tokens": made[0], "completions": made[1], "scored": made[2],
                                     "problems": [p.id for p in order[s]], "threads": torch.get_num_threads()})
 
     class Interleave(TrainerCallback):
@@ -257,7 +261,11 @@ def main(args: Args) -> dict:
         f"≤ {args.max_new_tokens} tokens, T = {args.temperature}, AdamW lr {args.lr} constant, loss {args.loss_type}, "
         f"β = 0, one update per generation batch, Agon's drafter reward.",
         f"Identical work: same problems and completions per step on all three in {sum(same)} of {len(same)} steps. "
-        "Each side samples its own completions, so completion lengths differ; tokens/s is the fair rate.",
+        "Each side samples its own completions, so completion lengths differ; tokens/s is the fair rate. Ours scored "
+        + ", ".join(f"{sum(x['scored'] for x in steps[side][1:]) / sum(x['completions'] for x in steps[side][1:]):.0%}"
+                    f" ({label})" for side, label in OURS.items())
+        + " of its completions in the update: the others had advantage exactly 0 (all-equal groups), whose gradient "
+        "is exactly 0, so their forward/backward is skipped (baselines/update.py); TRL scores every completion.",
         f"TRL's settings: gradient_checkpointing={s['gradient_checkpointing']} (its default is True), "
         f"optim={s['optim']} (its default), report_to={s['report_to']}, disable_tqdm={s['disable_tqdm']}, "
         f"logging_steps={s['logging_steps']}, use_vllm={s['use_vllm']}, num_iterations={s['num_iterations']}, "
