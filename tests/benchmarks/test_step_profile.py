@@ -61,8 +61,9 @@ def test_tiny_run_of_both_learners(tmp_path):
     for name, prof in report["profiles"].items():
         assert set(prof["share_pct"]) == set(PHASES)
         assert sum(prof["share_pct"].values()) == pytest.approx(100, abs=0.5), name
-        assert prof["phase_s"]["generation"] > 0 and prof["phase_s"]["backward"] > 0, name
+        assert prof["phase_s"]["generation"] > 0, name
         assert prof["phase_s"]["other"] >= 0 and len(prof["steps"]) == 1
+    # no backward assertion: the update skips all-equal groups, and this 2-problem, 24-token step has none else
     assert report["profiles"]["GRPO"]["rollouts_per_step"] == report["profiles"]["Agon GRPO"]["rollouts_per_step"] == 8
     # every patched attribute is the original object again (an inherited one is gone from its owner)
     assert len(out["patched"]) > len(seams)
