@@ -417,6 +417,9 @@ def _reporting_worker(rank, world, port, urls, out):
         _torchrun_worker(rank, world, port, urls, out)
     except Exception as e:  # what each rank stopped with, for the test to read
         Path(out, f"rank{rank}.err").write_text(f"{type(e).__name__}: {e}")
+    finally:  # a process group left up at exit can abort the process (gloo's thread torn down mid-shutdown)
+        if torch.distributed.is_initialized():
+            torch.distributed.destroy_process_group()
 
 
 @pytest.mark.slow
