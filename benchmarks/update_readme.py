@@ -14,7 +14,7 @@ from benchmarks.report import RESULTS
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 ORDER = ["env_throughput", "grading_throughput", "discrete_throughput", "sandbox_overhead", "policy_memory",
-         "peak_memory", "policy_step", "step_profile", "train_vs_trl", "pair_vs_comlrl", "pair_vs_comlrl_smollm2",
+         "peak_memory", "policy_step", "step_profile", "speedups", "train_vs_trl", "pair_vs_comlrl", "pair_vs_comlrl_smollm2",
          "distributed", "server_vs_hf",
          "headroom", "regimes", "learners", "replicate", "replicate_variant"]
 START, END = "<!-- generated: python -m benchmarks.update_readme -->", "<!-- end generated -->"
