@@ -115,6 +115,7 @@ def table(results: list[dict], cfg) -> list[dict]:
             "direction (validation)": ", ".join(res["direction"] for res, _ in runs) if runs[0][0].get("direction") else "",
             "_k": k, "_n": n, "_ci": (lo, hi), "_per_problem": per_problem(runs),
             "_gain": {res["seed"]: [a - b for b, a in zip(*p)] for (res, _), p in zip(runs, pairs)} if pairs else None,
+            "_seed_delta": [paired_bootstrap(b, a) for b, a in pairs] if pairs else None,
         })
     return rows
 
@@ -147,6 +148,17 @@ def comparisons(rows: list[dict]) -> list[str]:
             out.append(f"What training added, {a} minus {b} (each against its own models untrained, per problem): "
                        f"{fmt_delta(d)} points (paired 95% CI).")
     return out
+
+
+def seed_lines(rows: list[dict]) -> list[str]:
+    """Whether each seed alone moved its models beyond noise: its own paired interval of Δ vs untrained."""
+    parts = []
+    for r in rows:
+        if r["_seed_delta"]:
+            above = sum(d["ci_low"] > 0 for d in r["_seed_delta"])
+            lows = " / ".join(f"{100 * d['ci_low']:+.2f}" for d in r["_seed_delta"])
+            parts.append(f"{r['method']} {above} of {len(r['_seed_delta'])} (lower bounds {lows})")
+    return ["Seeds whose own paired 95% CI of Δ vs untrained lies above 0: " + "; ".join(parts) + "."] if parts else []
 
 
 def credit_lines(results: list[dict]) -> list[str]:
@@ -215,6 +227,7 @@ def report(cfg, results: list[dict], estimate: float, wall: float, command: str,
         "the same direction; the drafter alone: that model before training), per problem on the same test problems "
         "and draws seed; one percentile bootstrap over every seed's problems pooled (10,000 resamples). "
         "Δ per seed: each seed's change alone.",
+        *seed_lines(rows),
         *comparisons(rows),
         *credit_lines(results),
         f"Wall time: estimated {estimate / 60:.1f} min, actual {wall / 60:.1f} min ({cfg.jobs} process(es), "

@@ -11,7 +11,7 @@ import pytest
 
 from benchmarks.replicate import Args, first_jobs, follow_ups, job_completions
 from benchmarks.replicate_jobs import learner_args, run_rows
-from benchmarks.replicate_table import GRPO_B, ORDER, PAIR_CONTROL, TRAINED, VARIANT, comparisons, credit_lines, table
+from benchmarks.replicate_table import GRPO_B, ORDER, PAIR_CONTROL, TRAINED, VARIANT, comparisons, credit_lines, seed_lines, table
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -96,6 +96,9 @@ def test_table_pools_paired_changes_over_seeds():
     assert rows["Agon"]["Δ vs untrained [paired 95% CI]"].startswith("+50.0 [")
     assert rows["Agon"]["Δ per seed"] == "+50.0 / +50.0" and rows["zero-shot"]["Δ vs untrained [paired 95% CI]"] == ""
     assert (rows[PAIR_CONTROL]["train rollouts"], rows[PAIR_CONTROL]["total wall (s)"]) == (32, "10")  # both GRPO runs
+    assert seed_lines(list(rows.values())) == [  # GRPO moved nothing; Agon +50 on every problem of both seeds
+        "Seeds whose own paired 95% CI of Δ vs untrained lies above 0: GRPO 0 of 2 (lower bounds +0.00 / +0.00); "
+        f"{PAIR_CONTROL} 2 of 2 (lower bounds +50.00 / +50.00); Agon 2 of 2 (lower bounds +50.00 / +50.00)."]
     text = "\n".join(comparisons(list(rows.values())))
     assert "Agon − GRPO: +16.7 points; paired per-problem 95% CI [" in text
     assert "What training added, Agon minus GRPO (each against its own models untrained, per problem): +50.0 [" in text
