@@ -34,7 +34,7 @@ from baselines.diagnostics import group_stats, pass_at_k
 from baselines.evaluate import CHUNK, chunk_seed, clopper_pearson
 from baselines.policy import SamplingParams, load_policy
 from baselines.rollouts import Rollouts
-from benchmarks.report import RESULTS, write_report
+from benchmarks.report import RESULTS, command_line, require_positive, write_report
 
 GROUP_COLUMNS = {"mixed": "groups/mixed_correct", "format-only": "groups/format_only", "zero-std": "groups/zero_std",
                  "all right": "groups/all_right", "all wrong": "groups/all_wrong"}
@@ -97,9 +97,7 @@ class Args:
 
     def check(self) -> None:
         """Fail before any work, naming the option."""
-        for name in ("per_tier", "samples", "max_new_tokens", "threads"):
-            if getattr(self, name) < 1:
-                raise SystemExit(f"error: --{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
+        require_positive(self, ("per_tier", "samples", "max_new_tokens", "threads"))
         if not 2 <= self.group <= self.samples:
             raise SystemExit(f"error: --group must lie in 2..--samples ({self.samples}), got {self.group}")
         if not [t for t in self.tiers.split(",") if t.strip()]:
@@ -109,10 +107,7 @@ class Args:
 
     def command(self) -> str:
         """The command line that reproduces this run (options left at their default omitted)."""
-        default = Args()
-        flags = [f"--{f.name.replace('_', '-')} {getattr(self, f.name)}" for f in dataclasses.fields(self)
-                 if getattr(self, f.name) != getattr(default, f.name)]
-        return " ".join(["python -m benchmarks.headroom", *flags])
+        return command_line("benchmarks.headroom", self)
 
 
 def sample_tier(policy, game, problems, samples, params, seed, bar) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

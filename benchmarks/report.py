@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import platform
@@ -11,6 +12,22 @@ from pathlib import Path
 from baselines.report import markdown_table
 
 RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def require_positive(args, names: tuple[str, ...]) -> None:
+    """Fail before any work when one of the counting options `names` of `args` is below 1, naming it."""
+    for name in names:
+        if getattr(args, name) < 1:
+            raise SystemExit(f"error: --{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
+
+
+def command_line(module: str, args) -> str:
+    """`python -m <module>` with the options of the dataclass `args` that differ from their defaults:
+    the command line that reproduces a run."""
+    default = type(args)()
+    flags = [f"--{f.name.replace('_', '-')} {getattr(args, f.name)}" for f in dataclasses.fields(args)
+             if getattr(args, f.name) != getattr(default, f.name)]
+    return " ".join([f"python -m {module}", *flags])
 
 
 def write_report(name: str, title: str, rows: list[dict], notes: list[str] = (), extra: dict | None = None,

@@ -48,7 +48,7 @@ import baselines.policy.hf as hf
 import baselines.update as update
 from baselines.evaluate import evaluate_cascade, evaluate_pair, evaluate_single
 from baselines.policy import fast_decode, sampling
-from benchmarks.report import RESULTS, write_report
+from benchmarks.report import RESULTS, command_line, require_positive, write_report
 from benchmarks.step_profile import Args as ProfileArgs
 from benchmarks.step_profile import Learner, agon_learner
 
@@ -88,9 +88,7 @@ class Args:
 
     def check(self) -> None:
         """Fail before any work, naming the option."""
-        for name in ("problems_per_step", "max_new_tokens", "rounds", "eval_problems", "eval_rounds", "threads"):
-            if getattr(self, name) < 1:
-                raise SystemExit(f"error: --{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
+        require_positive(self, ("problems_per_step", "max_new_tokens", "rounds", "eval_problems", "eval_rounds", "threads"))
         if self.group < 2:
             raise SystemExit(f"error: --group must be at least 2, got {self.group}")
         if self.warmup < 0:
@@ -98,10 +96,7 @@ class Args:
 
     def command(self) -> str:
         """The command line that reproduces this run (options left at their default omitted)."""
-        default = Args()
-        flags = [f"--{f.name.replace('_', '-')} {getattr(self, f.name)}" for f in dataclasses.fields(self)
-                 if getattr(self, f.name) != getattr(default, f.name)]
-        return " ".join(["python -m benchmarks.speedups", *flags])
+        return command_line("benchmarks.speedups", self)
 
 
 # ---------------------------------------------------------------- switching a speed-up off, and watching the work

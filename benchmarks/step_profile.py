@@ -52,7 +52,7 @@ from baselines.rollouts import Rollouts
 from baselines.runlog import RunDir
 from baselines.training import batch_for_step
 from baselines.update import make_optimizer
-from benchmarks.report import RESULTS, write_report
+from benchmarks.report import RESULTS, command_line, require_positive, write_report
 
 PHASES = ("generation", "grading", "prompts", "forward", "backward", "optimizer", "logging", "other")
 TIMED = PHASES[:-1]  # "other" is the step's time that no seam covers
@@ -90,9 +90,7 @@ class Args:
 
     def check(self) -> None:
         """Fail before any work, naming the option."""
-        for name in ("problems_per_step", "max_new_tokens", "steps", "threads"):
-            if getattr(self, name) < 1:
-                raise SystemExit(f"error: --{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
+        require_positive(self, ("problems_per_step", "max_new_tokens", "steps", "threads"))
         if self.group < 2:
             raise SystemExit(f"error: --group must be at least 2, got {self.group}")
         if self.warmup < 0:
@@ -100,10 +98,7 @@ class Args:
 
     def command(self) -> str:
         """The command line that reproduces this run (options left at their default omitted)."""
-        default = Args()
-        flags = [f"--{f.name.replace('_', '-')} {getattr(self, f.name)}" for f in dataclasses.fields(self)
-                 if getattr(self, f.name) != getattr(default, f.name)]
-        return " ".join(["python -m benchmarks.step_profile", *flags])
+        return command_line("benchmarks.step_profile", self)
 
 
 # ---------------------------------------------------------------- the timers
