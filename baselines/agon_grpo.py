@@ -161,7 +161,7 @@ def main(args: Args) -> dict:
     test = args.load(args.eval.split, args.eval.tier, args.eval.problems)
     a, b = load_pair(args.model_spec(), lora_rank=args.lora_rank, device=args.device, seed=args.seed,
                      backend=dist.sampling_backend(args.backend), reference=args.beta > 0,
-                     servers=args.server_urls(), adapter_dir=args.adapter_dir or None)
+                     servers=args.server_urls(), adapter_dir=args.adapter_dir or None, dtype=args.dtype)
     game = args.game(train_set[0].domain, policy_template([a, b]), args.reward, args.format_weight,
                      length_tiebreak=args.length_tiebreak, summary=args.summary)
     policies = {"A": a, "B": b}

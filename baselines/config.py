@@ -35,6 +35,7 @@ RewardScheme = Literal[REWARD_SCHEMES]
 SummaryMode = Literal[SUMMARY_MODES]
 LossType = Literal[LOSS_TYPES]
 Device = Literal["auto", "cpu", "cuda"]
+Dtype = Literal["float32", "bfloat16"]
 LrSchedule = Literal["linear", "cosine", "constant"]
 Optimizer = Literal["adamw", "sgd"]
 Backend = Literal["auto", "hf", "vllm", "server"]
@@ -83,6 +84,9 @@ class BaseArgs:
     """torch CPU threads (fixed, so runs are reproducible); per process under torchrun"""
     device: Device = "auto"
     """'auto' (CUDA when available), 'cpu' or 'cuda'"""
+    dtype: Dtype = "float32"
+    """model weights' dtype: 'float32', or 'bfloat16' (the paper's GPU setting; LoRA adapters and their optimizer
+    state stay float32, and logits are upcast to float32 for sampling and log-probs)"""
     backend: Backend = "auto"
     """generation backend: 'auto' (vLLM with CUDA and vllm, else HF; HF under torchrun), 'hf', 'vllm' (not under
     torchrun) or 'server' (--servers; under torchrun too)"""

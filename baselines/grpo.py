@@ -110,7 +110,7 @@ def main(args: Args) -> dict:
     spec = args.model_spec()
     policy = load_policy(spec.member(args.policy), device=args.device, seed=args.seed, reference=args.beta > 0,
                          backend=dist.sampling_backend(args.backend), lora_rank=args.lora_rank,
-                         servers=args.server_urls(), adapter_dir=args.adapter_dir or None)
+                         servers=args.server_urls(), adapter_dir=args.adapter_dir or None, dtype=args.dtype)
     policy.name = "GRPO"
     game = args.game(train_set[0].domain, policy_template([policy]), format_weight=args.format_weight)
     opt, sched = make_optimizer(policy, args)

@@ -53,11 +53,11 @@ def load_run(run_dir: str | Path, device: str = "auto", backend: str = "auto") -
     spec = ModelSpec.parse(cfg["model"])
     if "group_size" in cfg:  # agon_grpo
         a, b = load_pair(spec, lora_rank=cfg["lora_rank"], device=device, backend=backend, seed=cfg["seed"],
-                         reference=False)
+                         reference=False, dtype=cfg.get("dtype", "float32"))
         policies = {"A": a, "B": b}
     else:  # grpo: checkpointed under the key 'policy'
         pol = load_policy(spec.member(cfg["policy"]), device=device, backend=backend, seed=cfg["seed"],
-                          reference=False, lora_rank=cfg["lora_rank"])
+                          reference=False, lora_rank=cfg["lora_rank"], dtype=cfg.get("dtype", "float32"))
         pol.name = "GRPO"
         policies = {"policy": pol}
     restore_params(policies, state, run_dir)
@@ -105,5 +105,5 @@ def load_models(args: BaseArgs) -> tuple[dict[str, Policy], AgonGame, LearnerArg
         return policies, game, run
     run = LearnerArgs(model=args.model, template=args.template, eval=args.eval, seed=args.seed)
     a, b = load_pair(args.model_spec(), lora_rank=run.lora_rank, device=args.device, backend=args.backend,
-                     seed=args.seed, reference=False)
+                     seed=args.seed, reference=False, dtype=args.dtype)
     return {"A": a, "B": b}, run.game(model_template=policy_template([a, b])), run

@@ -99,7 +99,7 @@ def main(args: Args) -> list[dict]:
     else:
         run = LearnerArgs(model=args.model, template=args.template)
         policy = load_policy(args.model_spec(), device=args.device, backend=args.backend, seed=args.seed,
-                             reference=False)
+                             reference=False, dtype=args.dtype)
         policy.name = args.model
     if args.template != "auto":
         run = replace(run, template=args.template)

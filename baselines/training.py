@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
+import torch
 from tqdm import trange
 
 from problems.record import Problem
@@ -88,7 +89,12 @@ def train(args: LearnerArgs, learner: str, name: str, models: dict[str, Policy],
     bar = trange(start, args.steps, desc=learner, disable=not (args.progress and main), dynamic_ncols=True)
     for s in bar:
         comm = dist.comm_clock()
+        cuda = torch.cuda.is_initialized()
+        if cuda:
+            torch.cuda.reset_peak_memory_stats()
         m = step(s)
+        if cuda:  # this process's peak during the step, resident weights included
+            m["gpu_peak_gib"] = torch.cuda.max_memory_allocated() / 2**30
         if dist.active():
             m["comm_time"] = dist.comm_clock() - comm  # of step_time: inside collectives, waits included
         if args.eval_every and (s + 1) % args.eval_every == 0 and s + 1 < args.steps:

@@ -25,14 +25,9 @@ from dataclasses import dataclass
 import torch
 
 from benchmarks.report import write_report
+from benchmarks.shaped_model import SHAPES
 
-SHAPES = {
-    "SmolLM2-135M": dict(model_type="llama", hidden_size=576, num_hidden_layers=30, num_attention_heads=9,
-                         num_key_value_heads=3, intermediate_size=1536, vocab_size=49152, tie_word_embeddings=True),
-    "Qwen3-0.6B": dict(model_type="qwen3", hidden_size=1024, num_hidden_layers=28, num_attention_heads=16,
-                       num_key_value_heads=8, head_dim=128, intermediate_size=3072, vocab_size=151936,
-                       tie_word_embeddings=True),
-}
+PUBLISHED = ("SmolLM2-135M", "Qwen3-0.6B")  # shapes from benchmarks.shaped_model.SHAPES
 
 
 @dataclass
@@ -66,7 +61,7 @@ def memory_rows(rank: int) -> list[dict]:
     from baselines.policy.lora import TARGETS
 
     rows = []
-    for shape in SHAPES:
+    for shape in PUBLISHED:
         base = _model(shape)
         n_base = _bytes(base.parameters())
         full = 2 * n_base * 4  # two models × (weights + grads + 2 Adam moments)

@@ -178,7 +178,7 @@ def calibrate(cfg: Args) -> tuple[float, float]:
     args = replace(args, seed=0)
     args.seed_everything()
     policy = load_pair(args.model_spec(), lora_rank=args.lora_rank, device=args.device, backend=args.backend,
-                       reference=False, seed=0)[0]
+                       reference=False, seed=0, dtype=args.dtype)[0]
     game = args.game(model_template=policy_template([policy]), format_weight=args.format_weight)
     opt, sched = make_optimizer(policy, args)
     train = args.load("train", args.train_tiers)

@@ -106,7 +106,7 @@ def pair_job(cfg, seed: int, grpo_runs: list[str], train_rollouts: int, train_wa
     common.seed_everything()
     trained = load_run_pair(*grpo_runs, common.device, common.backend)
     untrained = dict(zip("AB", load_pair(common.model_spec(), lora_rank=common.lora_rank, device=common.device,
-                                         backend=common.backend, seed=seed, reference=False)))
+                                         backend=common.backend, seed=seed, reference=False, dtype=common.dtype)))
     validation = common.load("validation", common.eval.tier, common.eval.problems)
     test = common.load(common.eval.split, common.eval.tier, common.eval.problems)
     game = common.game(test[0].domain, policy_template(trained), format_weight=common.format_weight)
@@ -127,7 +127,7 @@ def moa_job(cfg, seed: int, **_) -> dict:
     common = replace(cfg.learner, seed=seed)
     common.seed_everything()
     a, b = load_pair(common.model_spec(), lora_rank=common.lora_rank, device=common.device, backend=common.backend, seed=seed,
-                     reference=False)
+                     reference=False, dtype=common.dtype)
     test = common.load(common.eval.split, common.eval.tier, common.eval.problems)
     game = common.game(model_template=policy_template([a, b]), format_weight=common.format_weight)
     row = evaluate_moa({"A": a, "B": b}, test, game, MoAConfig(k=cfg.moa_k), replace(common.eval, greedy=False),

@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Literal
 
 import torch
 
@@ -46,7 +46,7 @@ import baselines.distributed as dist
 import baselines.grpo as grpo
 import baselines.update as update
 from agon_env.game import AgonGame
-from baselines.config import policy_template
+from baselines.config import Dtype, policy_template
 from baselines.policy import SamplingParams, load_pair, load_policy
 from baselines.rollouts import Rollouts
 from baselines.runlog import RunDir
@@ -83,6 +83,15 @@ class Args:
     """seed for loading, data order and sampling"""
     threads: int = 2
     """torch CPU threads"""
+    device: Literal["cpu", "cuda"] = "cpu"
+    """where both learners run (on CUDA every phase boundary synchronizes, so kernels count to their phase)"""
+    dtype: Dtype = "float32"
+    """model weights' dtype ('bfloat16': the paper's GPU setting)"""
+    lora_rank: int = 16
+    """LoRA rank on an HF model (the tiny pair is trained fully)"""
+    beta: float = 0.0
+    """KL weight (> 0 scores every completion against its reference: use it for a random-weight model, whose
+    all-zero rewards would let the update skip every completion)"""
     results_dir: str = str(RESULTS)
     """where `<name>.json` and `<name>.md` go"""
     name: str = "step_profile"
@@ -91,6 +100,10 @@ class Args:
     def check(self) -> None:
         """Fail before any work, naming the option."""
         require_positive(self, ("problems_per_step", "max_new_tokens", "steps", "threads"))
+        if self.device == "cuda" and not torch.cuda.is_available():
+            raise SystemExit("error: --device cuda, but torch sees no GPU")
+        if self.beta < 0:
+            raise SystemExit(f"error: --beta must be at least 0, got {self.beta}")
         if self.group < 2:
             raise SystemExit(f"error: --group must be at least 2, got {self.group}")
         if self.warmup < 0:
@@ -215,7 +228,8 @@ class Learner:
 
 def _common(args: Args) -> dict:
     return dict(model=args.model, problems=args.problems, train_tiers=args.train_tiers, seed=args.seed,
-                threads=args.threads, device="cpu", backend="hf", steps=args.warmup + args.steps,
+                threads=args.threads, device=args.device, dtype=args.dtype, lora_rank=args.lora_rank, beta=args.beta,
+                backend="hf", steps=args.warmup + args.steps,
                 problems_per_step=args.problems_per_step, sampling=SamplingParams(max_new_tokens=args.max_new_tokens),
                 eval_every=0, checkpoint_every=0, progress=False)
 
@@ -227,7 +241,7 @@ def grpo_learner(args: Args) -> Learner:
     g.seed_everything()
     train_set = g.load("train", g.train_tiers)
     policy = load_policy(g.model_spec().member(g.policy), device=g.device, seed=g.seed, reference=g.beta > 0,
-                         backend=g.backend, lora_rank=g.lora_rank)
+                         backend=g.backend, lora_rank=g.lora_rank, dtype=g.dtype)
     policy.name = "GRPO"
     game = g.game(train_set[0].domain, policy_template([policy]), format_weight=g.format_weight)
     opt, sched = make_optimizer(policy, g)
@@ -242,7 +256,7 @@ def agon_learner(args: Args) -> Learner:
     a.seed_everything()
     train_set = a.load("train", a.train_tiers)
     pa, pb = load_pair(a.model_spec(), lora_rank=a.lora_rank, device=a.device, seed=a.seed, backend=a.backend,
-                       reference=a.beta > 0)
+                       reference=a.beta > 0, dtype=a.dtype)
     game = a.game(train_set[0].domain, policy_template([pa, pb]), a.reward, a.format_weight,
                   length_tiebreak=a.length_tiebreak, summary=a.summary)
     policies, opts, scheds = {"A": pa, "B": pb}, {}, {}
@@ -277,27 +291,46 @@ def seams(learners: list[Learner]) -> list[tuple[object, str, str]]:
 
 
 # ---------------------------------------------------------------- measuring
+def where(args: Args) -> str:
+    """'CPU', or e.g. 'CUDA, bfloat16, β = 0.04' (the settings that change what a step computes on)."""
+    extra = [args.dtype] * (args.dtype != "float32") + [f"β = {args.beta:g}"] * (args.beta > 0)
+    return ", ".join([args.device.upper(), *extra])
+
+
+def clock(device: str) -> Callable[[], float]:
+    """perf_counter, after the GPU's queued kernels finish on CUDA (so each phase is charged its own kernels)."""
+    if device != "cuda":
+        return time.perf_counter
+    return lambda: (torch.cuda.synchronize(), time.perf_counter())[1]
+
+
 def profile(learners: list[Learner], args: Args, run_root: Path) -> tuple[dict, list]:
-    """Per learner: each measured step's seconds per phase, rollouts and tokens; and what was patched."""
+    """Per learner: each measured step's seconds per phase, rollouts and tokens (and peak GPU memory on
+    CUDA); and what was patched."""
     runs = {ln.name: RunDir(run_root / ln.name.replace(" ", "_"), ln.args) for ln in learners}
     steps = {ln.name: [] for ln in learners}
-    timer = PhaseTimer(seams(learners))
+    now = clock(args.device)
+    timer = PhaseTimer(seams(learners), clock=now)
     try:
         with timer:
             patched = list(timer.patched)
             for s in range(args.warmup + args.steps):
                 for ln in learners:  # alternating, so a change in the machine's load falls on both
+                    if args.device == "cuda":
+                        torch.cuda.reset_peak_memory_stats()
                     timer.take()
-                    t0 = time.perf_counter()
+                    t0 = now()
                     m = ln.step(s)
                     with timer.phase("logging"):
                         runs[ln.name].log(s, m)
-                    total = time.perf_counter() - t0
+                    total = now() - t0
                     phases = timer.take()
                     phases["other"] = total - sum(phases.values())  # >= 0: every phase lies inside the step
                     if s >= args.warmup:
                         steps[ln.name].append({"step": s, "total_s": total, "phases_s": phases,
-                                               "rollouts": ln.rollouts(m), "tokens": ln.tokens(m)})
+                                               "rollouts": ln.rollouts(m), "tokens": ln.tokens(m),
+                                               "peak_gib": torch.cuda.max_memory_allocated() / 2**30
+                                               if args.device == "cuda" else None})
     finally:
         for r in runs.values():
             r.close()
@@ -307,7 +340,9 @@ def profile(learners: list[Learner], args: Args, run_root: Path) -> tuple[dict, 
 def update_rate(learner: Learner, args: Args, reps: int = 3) -> dict:
     """How close the update runs to this machine's arithmetic limit: the GRPO policy's log-prob forward
     plus backward on one step's completions, in GFLOP/s at 6 · (non-embedding parameters) · (padded
-    tokens), beside a 2048² float32 matmul's GFLOP/s at the same threads."""
+    tokens), beside one large matmul's GFLOP/s on the same device: 2048² float32 on CPU (at the same
+    threads), 8192² in the weights' dtype on CUDA. A LoRA policy counts its base's parameters: the
+    update's forward and backward go through all of them."""
     policy, g = learner.policies[0], learner.args
     problems = batch_for_step(g.load("train", g.train_tiers), 0, g.problems_per_step, g.seed)
     gens = [x for row in policy.generate(learner.game.drafter_prompts(problems), g.rollouts_per_problem, g.sampling,
@@ -315,22 +350,24 @@ def update_rate(learner: Learner, args: Args, reps: int = 3) -> dict:
     pids, cids = [x.prompt_ids for x in gens], [x.completion_ids for x in gens]
     tokens = len(gens) * (max(map(len, pids)) + max(map(len, cids)))
     embed = policy.model.get_input_embeddings().weight
-    params = sum(p.numel() for p in policy.parameters() if p is not embed)
+    params = sum(p.numel() for n, p in policy.model.named_parameters() if p is not embed and "lora_" not in n)
+    now = clock(args.device)
     times = []
     for _ in range(1 + reps):
-        t = time.perf_counter()
+        t = now()
         policy.token_logprobs(pids, cids)[0].sum().backward()
-        times.append(time.perf_counter() - t)
+        times.append(now() - t)
         policy.model.zero_grad(set_to_none=True)
-    x = torch.randn(2048, 2048)
+    n = 8192 if args.device == "cuda" else 2048
+    x = torch.randn(n, n, device=args.device, dtype=embed.dtype if args.device == "cuda" else torch.float32)
     mm = []
     for _ in range(1 + reps):
-        t = time.perf_counter()
+        t = now()
         x @ x
-        mm.append(time.perf_counter() - t)
+        mm.append(now() - t)
     update_s, mm_s = min(times[1:]), min(mm[1:])
-    return {"update_s": update_s, "padded_tokens": tokens, "params": params,
-            "update_gflops": 6 * params * tokens / update_s / 1e9, "matmul_gflops": 2 * 2048**3 / mm_s / 1e9}
+    return {"update_s": update_s, "padded_tokens": tokens, "params": params, "matmul_n": n,
+            "update_gflops": 6 * params * tokens / update_s / 1e9, "matmul_gflops": 2 * n**3 / mm_s / 1e9}
 
 
 def summarise(steps: list[dict]) -> dict:
@@ -371,17 +408,22 @@ def main(args: Args) -> dict:
         f"GRPO G = {2 * args.group}: {g['rollouts_per_step']:.0f} vs {a['rollouts_per_step']:.0f} rollouts per step, "
         f"{g['tokens_per_step']:.0f} vs {a['tokens_per_step']:.0f} completion tokens sampled per step "
         "(Agon's challenger prompts are longer: they carry the draft's summary).",
-        f"model {args.model!r} on {args.problems!r} (train split, tiers {args.train_tiers!r}), CPU, HF backend, "
+        f"model {args.model!r} on {args.problems!r} (train split, tiers {args.train_tiers!r}), {where(args)}, HF backend, "
         f"max {args.max_new_tokens} new tokens; mean of {args.steps} measured steps per learner after {args.warmup} "
         "warm-up step(s), the learners' steps alternating.",
         f"The update's forward + backward alone (GRPO's {rate['padded_tokens']} padded tokens, best of 3) runs at "
         f"{rate['update_gflops']:.0f} GFLOP/s (6 × {rate['params']:,} non-embedding parameters × tokens), against "
-        f"{rate['matmul_gflops']:.0f} GFLOP/s for one 2048² float32 matmul here: "
+        f"{rate['matmul_gflops']:.0f} GFLOP/s for one {rate['matmul_n']}² {'float32' if args.device == 'cpu' else args.dtype} "
+        "matmul here: "
         f"{100 * rate['update_gflops'] / rate['matmul_gflops']:.0f}% of what the cores do on large matmuls.",
         "Each phase is the time inside its seams exclusive of nested timed calls (see the module docstring); "
         "'other' is the rest of the step (advantages, inline metrics, glue). logging includes RunDir.log.",
         f"{args.threads} torch thread(s); torch {versions['torch']}, transformers {versions['transformers']}; "
         f"{wall:.0f} s wall.",
+        *([f"{torch.cuda.get_device_name()}, CUDA {torch.version.cuda}: every phase boundary synchronizes (its kernels "
+           "count to it); peak GPU memory per step (the process's, both learners' weights resident): "
+           + ", ".join(f"{name} {max(x['peak_gib'] for x in s['steps']):.2f} GiB" for name, s in prof.items())]
+          if args.device == "cuda" else []),
     ]
     jpath, mpath = write_report(args.name, "Where a training step's time goes: GRPO vs Agon GRPO", rows, notes,
                                 {"config": dataclasses.asdict(args), "threads": args.threads, "versions": versions,

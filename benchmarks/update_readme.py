@@ -15,7 +15,7 @@ from benchmarks.report import RESULTS
 README = Path(__file__).resolve().parent.parent / "README.md"
 ORDER = ["env_throughput", "grading_throughput", "discrete_throughput", "sandbox_overhead", "policy_memory",
          "peak_memory", "policy_step", "step_profile", "speedups", "train_vs_trl", "pair_vs_comlrl", "pair_vs_comlrl_smollm2",
-         "distributed", "server_vs_hf",
+         "distributed", "server_vs_hf", "gpu_check", "train_vs_trl_gpu", "step_profile_gpu", "distributed_gpu",
          "headroom", "regimes", "learners", "replicate", "replicate_variant"]
 START, END = "<!-- generated: python -m benchmarks.update_readme -->", "<!-- end generated -->"
 

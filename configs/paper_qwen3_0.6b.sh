@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The paper's setting (arXiv:2607.07690, Table 3): Qwen3-0.6B, DeepMath-103K hard split
 # (3,000 train / 300 held-out, +300 validation to choose the cascade direction), N = 8,
-# two rank-16 LoRA adapters on one frozen base, lr 5e-5 with linear decay and 10% warm-up,
+# two rank-16 LoRA adapters (float32) on one frozen bf16 base, lr 5e-5 with linear decay and 10% warm-up,
 # vLLM sampling at T = 0.6, top-p 0.95. --micro-batch 4: each update's gradient is accumulated
 # over 4 completions per forward/backward, so 8k-token activations fit (the same step).
 #
@@ -18,7 +18,7 @@ shift
 LEARNER=${LEARNER:-baselines.agon_grpo}
 python -m "$LEARNER" \
   --model Qwen/Qwen3-0.6B --problems "deepmath:$DATA" --train-tiers all --eval.tier all \
-  --lora-rank 16 --lr 5e-5 --lr-schedule linear --warmup-frac 0.1 \
+  --lora-rank 16 --dtype bfloat16 --lr 5e-5 --lr-schedule linear --warmup-frac 0.1 \
   --sampling.temperature 0.6 --sampling.top-p 0.95 --sampling.max-new-tokens 8192 \
   --eval.temperature 0.6 --eval.top-p 0.95 --eval.samples 4 --eval.problems 300 --eval.max-new-tokens 8192 \
   --problems-per-step 8 --steps 375 --template default --backend auto --device cuda --micro-batch 4 \

@@ -63,7 +63,7 @@ def main(args: Args) -> dict:
     train_set = args.load("train", args.train_tiers)
     val, test = (args.load(split, args.eval.tier, args.eval.problems) for split in ("validation", args.eval.split))
     a, b = load_pair(args.model_spec(), lora_rank=args.lora_rank, device=args.device, backend=args.backend,
-                     seed=args.seed, reference=False)
+                     seed=args.seed, reference=False, dtype=args.dtype)
     game, policies = args.game(train_set[0].domain, policy_template([a, b])), {"A": a, "B": b}
     made = {k: make_optimizer(p, args) for k, p in policies.items()}  # AdamW and the shared lr schedule
     opts, scheds = {k: o for k, (o, _) in made.items()}, {k: s for k, (_, s) in made.items()}

@@ -25,3 +25,12 @@ def small_problems():
         Problem(id=f"p{i}", question=f"What is {a} + {b}?", answer=str(a + b), difficulty=1)
         for i, (a, b) in enumerate([(2, 3), (10, 7), (41, 1), (5, 5), (99, 1), (13, 29)])
     ]
+
+
+@pytest.fixture(scope="session")
+def qwen3_tiny(tmp_path_factory):
+    """A random Qwen3 model at a toy width with Qwen's real tokenizer (benchmarks.shaped_model), saved in float32."""
+    from benchmarks import shaped_model
+
+    out = tmp_path_factory.mktemp("qwen3_tiny") / "Qwen3-tiny"
+    return str(shaped_model.main(shaped_model.Args(shape="Qwen3-tiny", out=str(out), dtype="float32")))

@@ -165,8 +165,19 @@ def resolve_device(device: str) -> str:
     return device
 
 
-def load_hf(model: str, device: str = "cpu", dtype=None):
-    """(model, tokenizer) from a local HF dir, a dir holding one .gguf file, `smollm2`, or a hub name."""
+DTYPES = ("float32", "bfloat16")
+
+
+def torch_dtype(dtype: str) -> torch.dtype:
+    """'float32' or 'bfloat16' as a torch dtype; anything else is refused by name."""
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    return getattr(torch, dtype)
+
+
+def load_hf(model: str, device: str = "cpu", dtype: str = "float32"):
+    """(model, tokenizer) from a local HF dir, a dir holding one .gguf file, `smollm2`, or a hub name,
+    with weights in `dtype` ('float32' or 'bfloat16')."""
     from transformers import AutoModelForCausalLM
 
     kw = {}
@@ -177,8 +188,9 @@ def load_hf(model: str, device: str = "cpu", dtype=None):
         if len(ggufs) != 1:
             raise ValueError(f"{model}: expected config.json or exactly one .gguf file, found {ggufs or 'neither'}")
         kw["gguf_file"] = ggufs[0]
+    dtype = torch_dtype(dtype)
     tok = _load_tokenizer(model, **kw)
-    m = AutoModelForCausalLM.from_pretrained(model, dtype=dtype or torch.float32, **kw).to(device)
+    m = AutoModelForCausalLM.from_pretrained(model, dtype=dtype, **kw).to(device)
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
     return m, tok

@@ -9,26 +9,27 @@ from typing import Sequence
 import torch
 
 from .base import Policy
-from .hf import HFPolicy, load_hf, resolve_device
+from .hf import HFPolicy, load_hf, resolve_device, torch_dtype
 from .spec import ModelSpec
 from .tiny import load_tiny
 
 
-def _full_policy(path: str, name: str, device: str, reference: bool, system: str | None) -> HFPolicy:
+def _full_policy(path: str, name: str, device: str, reference: bool, system: str | None,
+                 dtype: str = "float32") -> HFPolicy:
     if path == "tiny":
         raise ValueError("'tiny' is a pair; use load_pair('tiny') or 'tiny:a' / 'tiny:b'")
     if path in ("tiny:a", "tiny:b"):
         m, tok = load_tiny(path[-1])
-        m = m.to(device)
+        m = m.to(device, torch_dtype(dtype))
     else:
-        m, tok = load_hf(path, device)
+        m, tok = load_hf(path, device, dtype)
     return HFPolicy(m, tok, name, copy.deepcopy(m) if reference else None, system)
 
 
 def load_pair(model: str | ModelSpec = "tiny", lora_rank: int = 16, b_init_std: float = 1e-2, device: str = "auto",
               backend: str = "auto", seed: int = 0, reference: bool = True,
               system: str | None = None, servers: Sequence[str] = (),
-              adapter_dir: str | None = None) -> tuple[Policy, Policy]:
+              adapter_dir: str | None = None, dtype: str = "float32") -> tuple[Policy, Policy]:
     """The two Agon policies (A, B).
 
     - `"tiny"`: the shipped offline pair, two separate ~1M-parameter models trained fully
@@ -41,6 +42,7 @@ def load_pair(model: str | ModelSpec = "tiny", lora_rank: int = 16, b_init_std: 
     `reference`: full-model policies keep a frozen copy for the KL reference (LoRA
     policies use the base with adapters off, at no cost). `backend="server"` generates on
     the vLLM OpenAI `servers`, loading adapters saved under `adapter_dir` (`server_backend`).
+    `dtype` is the weights' ('float32' or 'bfloat16'); peft keeps LoRA adapters in float32 on a bf16 base.
     """
     from .lora import load_adapter_pair, lora_pair
 
@@ -48,21 +50,21 @@ def load_pair(model: str | ModelSpec = "tiny", lora_rank: int = 16, b_init_std: 
     device = resolve_device(device)
     torch.manual_seed(seed)
     if spec.parts == ("tiny",):
-        pair = tuple(_full_policy(f"tiny:{w}", w.upper(), device, reference, None) for w in "ab")
+        pair = tuple(_full_policy(f"tiny:{w}", w.upper(), device, reference, None, dtype) for w in "ab")
     elif len(spec.parts) == 2:
         if all(os.path.exists(os.path.join(p, "adapter_config.json")) for p in spec.parts):
-            pair = load_adapter_pair(list(spec.parts), device, system=system)  # back onto one shared base
+            pair = load_adapter_pair(list(spec.parts), device, system=system, dtype=dtype)  # back onto one shared base
         else:
-            pair = tuple(_full_policy(p, n, device, reference, system) for p, n in zip(spec.parts, "AB"))
+            pair = tuple(_full_policy(p, n, device, reference, system, dtype) for p, n in zip(spec.parts, "AB"))
     else:
-        base, tok = load_hf(spec.parts[0], device)
+        base, tok = load_hf(spec.parts[0], device, dtype)
         pair = lora_pair(base, tok, rank=lora_rank, b_init_std=b_init_std, seed=seed, system=system)
     return _with_backend(pair, backend, spec, servers, adapter_dir)
 
 
 def load_policy(model: str | ModelSpec = "tiny:a", device: str = "auto", backend: str = "auto", seed: int = 0,
                 reference: bool = True, system: str | None = None, lora_rank: int = 0, servers: Sequence[str] = (),
-                adapter_dir: str | None = None) -> Policy:
+                adapter_dir: str | None = None, dtype: str = "float32") -> Policy:
     """One policy (for GRPO, MoA). `tiny:a`/`tiny:b` are the shipped tiny models; a directory
     saved by `LoraPolicy.save` (it has adapter_config.json) loads base plus adapter;
     `lora_rank > 0` puts a fresh zero-initialised adapter on any other model (never on tiny ones)."""
@@ -75,12 +77,12 @@ def load_policy(model: str | ModelSpec = "tiny:a", device: str = "auto", backend
     device = resolve_device(device)
     torch.manual_seed(seed)
     if os.path.exists(os.path.join(path, "adapter_config.json")):
-        pol = load_adapter_policy(path, device, system=system)
+        pol = load_adapter_policy(path, device, system=system, dtype=dtype)
     elif lora_rank > 0 and not spec.tiny:
-        base, tok = load_hf(path, device)
+        base, tok = load_hf(path, device, dtype)
         pol = lora_pair(base, tok, rank=lora_rank, seed=seed, system=system, names=("A",))[0]
     else:
-        pol = _full_policy(path, "policy", device, reference, system)
+        pol = _full_policy(path, "policy", device, reference, system, dtype)
     return _with_backend((pol,), backend, spec, servers, adapter_dir)[0]
 
 

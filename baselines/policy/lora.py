@@ -96,14 +96,10 @@ class LoraPolicy(HFPolicy):
         save_hf(merged, self.tokenizer, path)
 
 
-def lora_pair(base, tokenizer, rank: int = 16, alpha: int | None = None, b_init_std: float = 1e-2,
-              seed: int = 0, system: str | None = None, names: tuple[str, ...] = ("A", "B"),
-              targets: list[str] | None = None) -> tuple[LoraPolicy, ...]:
-    """Adapters `names` on one frozen `base`: the first zero-init, the others with noisy lora_B.
-
-    `alpha` defaults to 2·rank. Targets: every attention and MLP projection present.
-    """
-    from peft import LoraConfig, get_peft_model
+def lora_config(base, rank: int = 16, alpha: int | None = None, targets: list[str] | None = None):
+    """The adapters' `LoraConfig`: rank `rank`, `alpha` (default 2·rank), no dropout, on `targets`
+    (default: every attention and MLP projection `base` has)."""
+    from peft import LoraConfig
 
     if rank <= 0:
         raise ValueError(f"lora_rank must be positive, got {rank}")
@@ -111,8 +107,19 @@ def lora_pair(base, tokenizer, rank: int = 16, alpha: int | None = None, b_init_
     targets = targets or [t for t in TARGETS if t in present]
     if not targets:
         raise ValueError(f"none of the LoRA targets {TARGETS} is a module of {type(base).__name__}")
-    cfg = LoraConfig(r=rank, lora_alpha=alpha or 2 * rank, lora_dropout=0.0, target_modules=targets,
-                     task_type="CAUSAL_LM")
+    return LoraConfig(r=rank, lora_alpha=alpha or 2 * rank, lora_dropout=0.0, target_modules=targets, task_type="CAUSAL_LM")
+
+
+def lora_pair(base, tokenizer, rank: int = 16, alpha: int | None = None, b_init_std: float = 1e-2,
+              seed: int = 0, system: str | None = None, names: tuple[str, ...] = ("A", "B"),
+              targets: list[str] | None = None) -> tuple[LoraPolicy, ...]:
+    """Adapters `names` on one frozen `base`: the first zero-init, the others with noisy lora_B.
+
+    `alpha` defaults to 2·rank. Targets: every attention and MLP projection present.
+    """
+    from peft import get_peft_model
+
+    cfg = lora_config(base, rank, alpha, targets)
     torch.manual_seed(seed)
     model = get_peft_model(base, cfg, adapter_name=names[0])
     for extra in names[1:]:
@@ -127,14 +134,15 @@ def lora_pair(base, tokenizer, rank: int = 16, alpha: int | None = None, b_init_
     return tuple(LoraPolicy(model, tokenizer, n, system) for n in names)
 
 
-def load_adapter_policy(path: str, device: str = "cpu", base: str | None = None, system: str | None = None) -> LoraPolicy:
+def load_adapter_policy(path: str, device: str = "cpu", base: str | None = None, system: str | None = None,
+                        dtype: str = "float32") -> LoraPolicy:
     """A policy saved by `LoraPolicy.save`: its base (from adapter_config.json unless given) plus the adapter."""
     name = os.path.basename(os.path.normpath(path)) or "adapter"
-    return load_adapter_pair([path], device, base, system, names=(name,))[0]
+    return load_adapter_pair([path], device, base, system, names=(name,), dtype=dtype)[0]
 
 
 def load_adapter_pair(paths: list[str], device: str = "cpu", base: str | None = None, system: str | None = None,
-                      names: tuple[str, ...] = ("A", "B")) -> tuple[LoraPolicy, ...]:
+                      names: tuple[str, ...] = ("A", "B"), dtype: str = "float32") -> tuple[LoraPolicy, ...]:
     """Saved adapters back onto ONE base (the first adapter's, unless given), all trainable."""
     from peft import PeftModel
 
@@ -142,7 +150,7 @@ def load_adapter_pair(paths: list[str], device: str = "cpu", base: str | None = 
     base = base or cfg.get("base_model_name_or_path")
     if not base:
         raise ValueError(f"{paths[0]}/adapter_config.json names no base_model_name_or_path; pass base=")
-    m, tok = load_hf(base, device)
+    m, tok = load_hf(base, device, dtype)
     model = PeftModel.from_pretrained(m, paths[0], adapter_name=names[0], is_trainable=True)
     for path, name in zip(paths[1:], names[1:]):
         model.load_adapter(path, adapter_name=name, is_trainable=True)

@@ -122,6 +122,7 @@ def test_the_papers_gpu_config_parses_for_both_learners(learner):
     argv = [a for a in shlex.split(call.replace("$DATA", "/data")) if a != "$@"]
     args = tyro.cli(importlib.import_module(f"baselines.{learner}").Args, args=argv)
     assert args.model == "Qwen/Qwen3-0.6B" and args.micro_batch == 4 and args.sampling.max_new_tokens == 8192
+    assert args.dtype == "bfloat16"
 
 
 def _fake(bin_dir, name, body):
@@ -155,7 +156,7 @@ def test_the_slurm_recipe_launches_both_learners_options(tmp_path, servers):
     assert argv[:7] == ["torchrun", "--nnodes", "2", "--nproc-per-node", "8", "--rdzv-id", "7"]
     args = tyro.cli(agon_grpo.Args, args=argv[argv.index("baselines.agon_grpo") + 1:])
     assert args.problems_per_step == 16 and args.device == "cuda" and args.model == "Qwen/Qwen3-0.6B"
-    assert args.micro_batch == 4
+    assert args.micro_batch == 4 and args.dtype == "bfloat16"
     assert (args.backend, args.servers, args.adapter_dir) == (("server", servers, "/shared/adapters") if servers
                                                               else ("hf", "", ""))
     if servers:  # a server list without an adapter dir is refused before anything starts
