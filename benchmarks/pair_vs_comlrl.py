@@ -507,11 +507,9 @@ def report_name(args: Args) -> tuple[str, str]:
 def main(args: Args) -> dict:
     from importlib.metadata import version
 
-    from benchmarks.report import RESULTS, write_report
+    from benchmarks.report import RESULTS, require_at_least, write_report
 
-    for name, low in (("steps", 1), ("problems_per_step", 1), ("group", 2), ("max_new_tokens", 1), ("threads", 1)):
-        if getattr(args, name) < low:
-            raise SystemExit(f"error: --{name.replace('_', '-')} must be at least {low}, got {getattr(args, name)}")
+    require_at_least(args, {"steps": 1, "problems_per_step": 1, "group": 2, "max_new_tokens": 1, "threads": 1})
     t0 = time.perf_counter()
     res = run(args)
     steps, memory, cs = res["steps"], res["memory"], res["comlrl_settings"]

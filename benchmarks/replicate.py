@@ -74,7 +74,7 @@ from baselines.config import EvalConfig, LearnerArgs, from_dict, policy_template
 
 from .replicate_jobs import learner_args, run_job, run_rows, slug, warm_imports
 from .replicate_table import GRPO_B, LEARNERS, PAIR_CONTROL, TRAINED, report
-from .report import RESULTS
+from .report import RESULTS, require_positive
 
 JOB_OVERHEAD_S = 6.0  # model loading, TensorBoard and plots per job: an assumption, not a measurement
 METHODS = [*TRAINED, PAIR_CONTROL]  # what --methods chooses from
@@ -140,9 +140,7 @@ class Args:
 
     def validate(self) -> None:
         self.selected()
-        for f in ("seeds", "jobs", "moa_k"):
-            if getattr(self, f) < 1:
-                raise SystemExit(f"error: --{f.replace('_', '-')} must be at least 1, got {getattr(self, f)}")
+        require_positive(self, ("seeds", "jobs", "moa_k"))
         self.learner.validate("group-size", self.group_size)
         if self.learner.resume:
             raise SystemExit("error: --learner.resume is not supported here; every job starts fresh")

@@ -8,17 +8,61 @@ import os
 import platform
 import time
 from pathlib import Path
+from typing import Callable
 
 from baselines.report import markdown_table
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
+def require_at_least(args, bounds: dict[str, float]) -> None:
+    """Fail before any work when an option of `args` is below its bound in `bounds`, naming it."""
+    for name, low in bounds.items():
+        if getattr(args, name) < low:
+            raise SystemExit(f"error: --{name.replace('_', '-')} must be at least {low}, got {getattr(args, name)}")
+
+
 def require_positive(args, names: tuple[str, ...]) -> None:
     """Fail before any work when one of the counting options `names` of `args` is below 1, naming it."""
-    for name in names:
-        if getattr(args, name) < 1:
-            raise SystemExit(f"error: --{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
+    require_at_least(args, dict.fromkeys(names, 1))
+
+
+# ---------------------------------------------------------------- timing and memory on CUDA (torch imported late:
+# peak_memory measures a process's memory from before torch is imported)
+def require_device(device: str, hint: str = "") -> None:
+    """Fail before any work when --device cuda names a GPU torch cannot see."""
+    import torch
+
+    if device == "cuda" and not torch.cuda.is_available():
+        raise SystemExit(f"error: --device cuda, but torch sees no GPU{hint}")
+
+
+def clock(device: str) -> Callable[[], float]:
+    """perf_counter; on CUDA after the queued kernels finish (CUDA runs asynchronously), so a span is charged its own."""
+    import torch
+
+    if device != "cuda":
+        return time.perf_counter
+    return lambda: (torch.cuda.synchronize(), time.perf_counter())[1]
+
+
+def peak_gib(device: str, reset: bool = False) -> float | None:
+    """The process's peak GPU memory since the last reset, in GiB (None off CUDA); `reset` starts a new span."""
+    import torch
+
+    if device != "cuda":
+        return None
+    peak = torch.cuda.max_memory_allocated() / 2**30
+    if reset:
+        torch.cuda.reset_peak_memory_stats()
+    return peak
+
+
+def gpu_name() -> str:
+    """The GPU and CUDA version, e.g. 'NVIDIA H100 80GB HBM3, CUDA 13.0'."""
+    import torch
+
+    return f"{torch.cuda.get_device_name()}, CUDA {torch.version.cuda}"
 
 
 def command_line(module: str, args) -> str:

@@ -48,7 +48,7 @@ import baselines.policy.hf as hf
 import baselines.update as update
 from baselines.evaluate import evaluate_cascade, evaluate_pair, evaluate_single
 from baselines.policy import fast_decode, sampling
-from benchmarks.report import RESULTS, command_line, require_positive, write_report
+from benchmarks.report import RESULTS, command_line, require_at_least, write_report
 from benchmarks.step_profile import Args as ProfileArgs
 from benchmarks.step_profile import Learner, agon_learner
 
@@ -88,11 +88,8 @@ class Args:
 
     def check(self) -> None:
         """Fail before any work, naming the option."""
-        require_positive(self, ("problems_per_step", "max_new_tokens", "rounds", "eval_problems", "eval_rounds", "threads"))
-        if self.group < 2:
-            raise SystemExit(f"error: --group must be at least 2, got {self.group}")
-        if self.warmup < 0:
-            raise SystemExit(f"error: --warmup must be at least 0, got {self.warmup}")
+        require_at_least(self, {**dict.fromkeys(("problems_per_step", "max_new_tokens", "rounds", "eval_problems",
+                                                 "eval_rounds", "threads"), 1), "group": 2, "warmup": 0})
 
     def command(self) -> str:
         """The command line that reproduces this run (options left at their default omitted)."""

@@ -52,7 +52,7 @@ from baselines.rollouts import Rollouts
 from baselines.runlog import RunDir
 from baselines.training import batch_for_step
 from baselines.update import make_optimizer
-from benchmarks.report import RESULTS, command_line, require_positive, write_report
+from benchmarks.report import RESULTS, clock, command_line, gpu_name, peak_gib, require_at_least, require_device, write_report
 
 PHASES = ("generation", "grading", "prompts", "forward", "backward", "optimizer", "logging", "other")
 TIMED = PHASES[:-1]  # "other" is the step's time that no seam covers
@@ -99,15 +99,9 @@ class Args:
 
     def check(self) -> None:
         """Fail before any work, naming the option."""
-        require_positive(self, ("problems_per_step", "max_new_tokens", "steps", "threads"))
-        if self.device == "cuda" and not torch.cuda.is_available():
-            raise SystemExit("error: --device cuda, but torch sees no GPU")
-        if self.beta < 0:
-            raise SystemExit(f"error: --beta must be at least 0, got {self.beta}")
-        if self.group < 2:
-            raise SystemExit(f"error: --group must be at least 2, got {self.group}")
-        if self.warmup < 0:
-            raise SystemExit(f"error: --warmup must be at least 0, got {self.warmup}")
+        require_at_least(self, {"problems_per_step": 1, "max_new_tokens": 1, "steps": 1, "threads": 1, "beta": 0,
+                                "group": 2, "warmup": 0})
+        require_device(self.device)
 
     def command(self) -> str:
         """The command line that reproduces this run (options left at their default omitted)."""
@@ -297,13 +291,6 @@ def where(args: Args) -> str:
     return ", ".join([args.device.upper(), *extra])
 
 
-def clock(device: str) -> Callable[[], float]:
-    """perf_counter, after the GPU's queued kernels finish on CUDA (so each phase is charged its own kernels)."""
-    if device != "cuda":
-        return time.perf_counter
-    return lambda: (torch.cuda.synchronize(), time.perf_counter())[1]
-
-
 def profile(learners: list[Learner], args: Args, run_root: Path) -> tuple[dict, list]:
     """Per learner: each measured step's seconds per phase, rollouts and tokens (and peak GPU memory on
     CUDA); and what was patched."""
@@ -316,8 +303,7 @@ def profile(learners: list[Learner], args: Args, run_root: Path) -> tuple[dict, 
             patched = list(timer.patched)
             for s in range(args.warmup + args.steps):
                 for ln in learners:  # alternating, so a change in the machine's load falls on both
-                    if args.device == "cuda":
-                        torch.cuda.reset_peak_memory_stats()
+                    peak_gib(args.device, reset=True)
                     timer.take()
                     t0 = now()
                     m = ln.step(s)
@@ -329,8 +315,7 @@ def profile(learners: list[Learner], args: Args, run_root: Path) -> tuple[dict, 
                     if s >= args.warmup:
                         steps[ln.name].append({"step": s, "total_s": total, "phases_s": phases,
                                                "rollouts": ln.rollouts(m), "tokens": ln.tokens(m),
-                                               "peak_gib": torch.cuda.max_memory_allocated() / 2**30
-                                               if args.device == "cuda" else None})
+                                               "peak_gib": peak_gib(args.device)})
     finally:
         for r in runs.values():
             r.close()
@@ -420,7 +405,7 @@ def main(args: Args) -> dict:
         "'other' is the rest of the step (advantages, inline metrics, glue). logging includes RunDir.log.",
         f"{args.threads} torch thread(s); torch {versions['torch']}, transformers {versions['transformers']}; "
         f"{wall:.0f} s wall.",
-        *([f"{torch.cuda.get_device_name()}, CUDA {torch.version.cuda}: every phase boundary synchronizes (its kernels "
+        *([f"{gpu_name()}: every phase boundary synchronizes (its kernels "
            "count to it); peak GPU memory per step (the process's, both learners' weights resident): "
            + ", ".join(f"{name} {max(x['peak_gib'] for x in s['steps']):.2f} GiB" for name, s in prof.items())]
           if args.device == "cuda" else []),

@@ -76,7 +76,7 @@ import tyro
 from agon_env import AgonGame
 from agon_env.integrations.trl import AgonRewards, drafter_dataset
 from baselines import grpo
-from baselines.config import Device, Dtype
+from baselines.config import Dtype
 from baselines.policy import load_policy
 from baselines.policy.hf import load_hf
 from baselines.policy.lora import lora_config
@@ -84,7 +84,7 @@ from baselines.policy.spec import ModelSpec
 from baselines.policy.tiny import load_tiny
 from baselines.training import batch_for_step
 from baselines.update import make_optimizer
-from benchmarks.report import RESULTS, command_line, write_report
+from benchmarks.report import RESULTS, clock, command_line, gpu_name, peak_gib, require_at_least, require_device, write_report
 from problems import load
 
 TARGET = 1.5  # issue 15: ours ≥ 1.5× TRL's completion tokens per second
@@ -97,7 +97,7 @@ class Args:
 
     model: str = "tiny:a"
     """the model both sides train: 'tiny:a' (the shipped tiny model A, trained fully), or an HF model dir"""
-    device: Device = "cpu"
+    device: Literal["cpu", "cuda"] = "cpu"
     """'cpu' or 'cuda', for both sides"""
     dtype: Dtype = "float32"
     """weights' dtype on both sides ('bfloat16': TRL runs with bf16=True)"""
@@ -132,10 +132,8 @@ class Args:
 
     def check(self) -> None:
         """Fail before any work, naming the option."""
-        for name, low in (("rounds", 1), ("steps_per_round", 1), ("problems_per_step", 1), ("group", 2),
-                          ("max_new_tokens", 1), ("threads", 1), ("lora_rank", 0)):
-            if getattr(self, name) < low:
-                raise SystemExit(f"error: --{name.replace('_', '-')} must be at least {low}, got {getattr(self, name)}")
+        require_at_least(self, {"rounds": 1, "steps_per_round": 1, "problems_per_step": 1, "group": 2,
+                                "max_new_tokens": 1, "threads": 1, "lora_rank": 0, "beta": 0})
         try:
             spec = ModelSpec.parse(self.model)
         except ValueError as e:
@@ -144,27 +142,7 @@ class Args:
             raise SystemExit(f"error: --model takes one model ('tiny:a' or an HF model dir), got {self.model!r}")
         if spec.tiny and self.lora_rank:
             raise SystemExit("error: --lora-rank: the tiny model is trained fully; use --lora-rank 0")
-        if self.device == "cuda" and not torch.cuda.is_available():
-            raise SystemExit("error: --device cuda, but torch sees no GPU")
-        if self.device == "auto":
-            raise SystemExit("error: --device: name 'cpu' or 'cuda' (both sides must run on the same device)")
-        if self.beta < 0:
-            raise SystemExit(f"error: --beta must be at least 0, got {self.beta}")
-
-
-def _sync(device: str) -> None:
-    if device == "cuda":  # CUDA runs asynchronously: a step is over when its kernels are
-        torch.cuda.synchronize()
-
-
-def _peak(device: str, reset: bool = False) -> float | None:
-    """The process's peak GPU memory since the last reset, in GiB (None on CPU)."""
-    if device != "cuda":
-        return None
-    peak = torch.cuda.max_memory_allocated() / 2**30
-    if reset:
-        torch.cuda.reset_peak_memory_stats()
-    return peak
+        require_device(self.device)
 
 
 def _ours(args: Args, train_set, share_prompts: bool):
@@ -214,6 +192,7 @@ def run(args: Args) -> dict:
     # step s of every side: the problems our batch_for_step draws for it (grpo_step's own call)
     order = [batch_for_step(train_set, s, args.problems_per_step, args.seed) for s in range(n_steps)]
     steps = {"ours": [], "ours_shared": [], "trl": []}
+    now = clock(args.device)  # synchronizes first on CUDA: a step is over when its kernels are
     seen = {"tokens": 0, "completions": 0, "ids": []}
 
     def drafter_reward(prompts, completions, **columns):  # TRL names its logged reward after the function
@@ -226,18 +205,16 @@ def run(args: Args) -> dict:
         for side, (our_step, _, made, _) in ours.items():  # our default, then --share-prompts
             for s in range(first, first + count):
                 made[:] = [0, 0, 0]
-                _sync(args.device)
-                _peak(args.device, reset=True)
-                t = time.perf_counter()
+                peak_gib(args.device, reset=True)
+                t = now()
                 m = our_step(s)
-                _sync(args.device)
-                secs = time.perf_counter() - t
+                secs = now() - t
                 if round(m["length"] * m["rollouts"]) != made[0]:
                     raise RuntimeError(f"{side} step {s}: counted {made[0]} tokens, its metrics say "
                                        f"{m['length'] * m['rollouts']}")
                 steps[side].append({"step": s, "seconds": secs, "tokens": made[0], "completions": made[1], "scored": made[2],
                                     "problems": [p.id for p in order[s]], "threads": torch.get_num_threads(),
-                                    "peak_gib": _peak(args.device)})
+                                    "peak_gib": peak_gib(args.device)})
 
     class Interleave(TrainerCallback):
         def on_train_begin(self, *_, **__):
@@ -245,16 +222,14 @@ def run(args: Args) -> dict:
 
         def on_step_begin(self, *_, **__):
             seen.update(tokens=0, completions=0, ids=[])
-            _sync(args.device)
-            _peak(args.device, reset=True)
-            self.t = time.perf_counter()
+            peak_gib(args.device, reset=True)
+            self.t = now()
 
         def on_step_end(self, _args, state, *_, **__):
-            _sync(args.device)
-            secs = time.perf_counter() - self.t
+            secs = now() - self.t
             steps["trl"].append({"step": state.global_step - 1, "seconds": secs, "tokens": seen["tokens"],
                                  "completions": seen["completions"], "problems": seen["ids"],
-                                 "threads": torch.get_num_threads(), "peak_gib": _peak(args.device)})
+                                 "threads": torch.get_num_threads(), "peak_gib": peak_gib(args.device)})
             if (state.global_step - 1) % k == 0 and state.global_step < n_steps:
                 ours_round(state.global_step, k)  # our next round, before TRL's
 
@@ -311,7 +286,7 @@ def setting(args: Args, sep: str = " on ") -> str:
 
 def machine(device: str) -> str:
     """The GPU's name and CUDA version, or '' on CPU."""
-    return f"{torch.cuda.get_device_name()}, CUDA {torch.version.cuda}" if device == "cuda" else ""
+    return gpu_name() if device == "cuda" else ""
 
 
 def main(args: Args) -> dict:
