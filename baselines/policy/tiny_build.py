@@ -10,7 +10,7 @@ Build, per candidate seed (one model per seed, its own init and data order):
 3. mixed phase: `challenger_frac` of each batch is challenger examples
    `D:{summary}\\nQ:{question}\\nA:` → the worked solution, the rest drafter examples.
    Without this a model never learns to use the summary and the challenger earns no
-   reward (DESIGN.md).
+   reward (an early prototype's reader scored 0-0.3% all run).
 Then every candidate is measured alone (greedy, validation split), the pair with the
 smallest hard-tier gap is kept (ties: higher mean), its cascades are measured, and both
 models, the tokenizer and `metrics.json` are written. Seed variance is large, so the pair

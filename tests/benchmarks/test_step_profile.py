@@ -72,3 +72,22 @@ def test_tiny_run_of_both_learners(tmp_path):
     assert all(vars(owner)[name] is raw for (owner, name), raw in seams.items())
     assert {(o, n) for o, n, _ in out["patched"]} >= set(seams)
     assert "| step |" in (tmp_path / "step_profile.md").read_text()
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_the_flop_count_takes_the_lm_head_and_not_the_lookup_or_lora(tied):
+    """6 · matmul_params · tokens: a tied LM head still multiplies every token (it is a quarter of Qwen3-0.6B),
+    the input embedding is a lookup, and LoRA's own parameters are not the base's."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    cfg = Qwen3Config(vocab_size=300, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                      num_key_value_heads=1, head_dim=16, tie_word_embeddings=tied)
+    model = Qwen3ForCausalLM(cfg)
+    total = sum(p.numel() for p in model.parameters())  # a tied head is one tensor, counted once
+    vocab_matrix = 300 * 32
+    expected = total if tied else total - vocab_matrix
+    assert step_profile.matmul_params(model) == expected
+    lora = get_peft_model(model, LoraConfig(r=4, target_modules=["q_proj", "v_proj"]))
+    assert sum(p.numel() for n, p in lora.named_parameters() if "lora_" in n) > 0
+    assert step_profile.matmul_params(lora) == expected
