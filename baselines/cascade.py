@@ -22,8 +22,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 
-import tyro
-
 from agon_env.game import AgonGame
 from problems.record import Problem
 
@@ -107,4 +105,4 @@ def main(args: Args) -> dict:
 
 
 if __name__ == "__main__":
-    main(tyro.cli(Args))
+    main(Args.cli())

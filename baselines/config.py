@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
+import sys
 import time
 import typing
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from typing import Literal
 
 import numpy as np
 import torch
+import tyro
 
 from agon_env.game import AgonGame
 from agon_env.prompts import TEMPLATES
@@ -273,13 +275,30 @@ class InferenceArgs(BaseArgs):
     """Options shared by the inference-only methods (cascade, MoA, self-refinement).
 
     Given a learner's run directory, a method evaluates with that run's `--eval.*` settings,
-    except for the ones set on its own command line (any value other than the default)."""
+    except for the ones its command line gives (`cli` records them, so a flag given at its
+    default value counts too) and, for arguments built in code, any value other than the default."""
+
+    eval_given: tyro.conf.Suppress[tuple[str, ...]] = ()
+    """the `--eval.*` fields the command line gave (set by `cli`, not an option)"""
+
+    @classmethod
+    def cli(cls, argv: list[str] | None = None):
+        """Parse `argv` (default: sys.argv) with tyro, recording which `--eval.*` flags it gave."""
+        argv = sys.argv[1:] if argv is None else list(argv)
+        names = {f.name for f in dataclasses.fields(EvalConfig)}
+        given = set()
+        for a in argv:
+            if a.startswith("--eval."):
+                name = a[len("--eval."):].split("=", 1)[0].replace("-", "_")
+                given.add(name if name in names else name.removeprefix("no_"))  # --eval.no-greedy
+        return dataclasses.replace(tyro.cli(cls, args=argv), eval_given=tuple(sorted(given & names)))
 
     def with_run_eval(self, run: BaseArgs) -> EvalConfig:
-        """This CLI's eval settings, each one left at its default taken from the run's instead."""
+        """This CLI's eval settings where given, the run's for the rest."""
         default = EvalConfig()
-        return EvalConfig(**{f.name: getattr(self.eval if getattr(self.eval, f.name) != getattr(default, f.name) else run.eval,
-                                             f.name) for f in dataclasses.fields(EvalConfig)})
+        mine = [f.name for f in dataclasses.fields(EvalConfig)
+                if f.name in self.eval_given or getattr(self.eval, f.name) != getattr(default, f.name)]
+        return dataclasses.replace(run.eval, **{name: getattr(self.eval, name) for name in mine})
 
     def write_outputs(self, tool: str, title: str, payload: dict, table: str, note: str) -> Path:
         """Print the table, then write `<tool>.json` and `<tool>.md` into a new `out_dir/<tool>-<time>/`."""

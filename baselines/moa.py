@@ -22,8 +22,6 @@ import time
 from dataclasses import dataclass, replace
 from typing import Literal, Sequence
 
-import tyro
-
 from agon_env.game import AgonGame
 from agon_env.prompts import INSTRUCTIONS
 from problems.record import Problem
@@ -157,4 +155,4 @@ def main(args: Args) -> dict:
 
 
 if __name__ == "__main__":
-    main(tyro.cli(Args))
+    main(Args.cli())

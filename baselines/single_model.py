@@ -21,8 +21,6 @@ import time
 from dataclasses import dataclass, replace
 from typing import Literal, Sequence
 
-import tyro
-
 from agon_env.game import AgonGame
 from agon_env.prompts import INSTRUCTIONS, PromptTemplate
 from problems.record import Problem
@@ -119,4 +117,4 @@ def main(args: Args) -> list[dict]:
 
 
 if __name__ == "__main__":
-    main(tyro.cli(Args))
+    main(Args.cli())

@@ -93,6 +93,18 @@ def test_inference_uses_the_runs_eval_settings_unless_given():
     assert (mine.samples, mine.temperature, mine.top_p) == (2, 0.6, 0.95)
 
 
+@pytest.mark.parametrize("cli", [cascade.Args, moa.Args, single_model.Args])
+def test_a_flag_given_at_its_default_value_still_beats_the_runs(cli):
+    """`--eval.samples 4` is EvalConfig's default: on the command line it still replaces a run's 8."""
+    run = LearnerArgs(eval=EvalConfig(temperature=0.6, top_p=0.95, samples=8, greedy=False, max_new_tokens=64))
+    args = cli.cli(["--eval.samples", "4", "--eval.top_p=1.0", "--eval.greedy", "--eval.max-new-tokens", "32"])
+    assert args.eval_given == ("greedy", "max_new_tokens", "samples", "top_p")
+    got = args.with_run_eval(run)
+    assert (got.samples, got.top_p, got.greedy, got.max_new_tokens, got.temperature) == (4, 1.0, True, 32, 0.6)
+    assert cli.cli(["--eval.no-greedy"]).eval_given == ("greedy",)
+    assert cli.cli([]).with_run_eval(run) == run.eval
+
+
 @pytest.mark.parametrize("spec, parts, tiny", [("tiny", ("tiny",), True), ("tiny:b", ("tiny:b",), True),
                                                ("smollm2", ("smollm2",), False), ("org/name", ("org/name",), False)])
 def test_model_spec_parses_once(spec, parts, tiny):
