@@ -1,5 +1,6 @@
 """Data parallel under torchrun (gloo on CPU): 2 processes × 2 problems per step train as 1 × 4 does, a
-run resumes on another world size, and a launch that cannot work fails before any work."""
+run resumes on another world size, a launch that cannot work fails before any work, and the SLURM recipe
+runs on two nodes (two torchrun agents) as on one."""
 
 import json
 import os
@@ -147,3 +148,47 @@ def test_accelerate_launch_trains_as_torchrun_does(tmp_path):
     assert [r["step"] for r in a] == [r["step"] for r in t] and any("loss" in r for r in a)
     for x, y in zip(a, t):
         assert x == pytest.approx(y, rel=1e-5, abs=1e-6), x["step"]
+
+
+@pytest.mark.slow
+def test_the_slurm_recipe_trains_on_two_nodes_as_on_one(tmp_path):
+    """configs/slurm_multinode.sbatch as SLURM would run it on 2 nodes × 1 GPU: a stand-in srun starts one
+    real torchrun agent per node, and the two meet through the recipe's c10d rendezvous (on 127.0.0.1, gloo).
+    The job is the same run as 1 node × 2 processes: the same ranks do the same work, so every number and
+    weight agrees exactly, and rank 0 alone writes the run."""
+    import subprocess
+    import sys
+
+    from tests.baselines.test_config import _fake
+
+    root = Path(__file__).resolve().parents[2]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    _fake(bin_dir, "scontrol", "echo 127.0.0.1; echo 127.0.0.1\n")
+    _fake(bin_dir, "srun", 'shift 2  # --cpus-per-task N\nfor i in $(seq 0 $((SLURM_NNODES - 1))); do '
+                           'SLURM_NODEID=$i "$@" > "$LOGS/node$i.log" 2>&1 & pids+=($!); done\n'
+                           'for p in "${pids[@]}"; do wait "$p" || rc=1; done\nexit ${rc:-0}\n')
+    overrides = ["--problems", "arith", "--train-tiers", "medium", "--template", "auto", "--dtype", "float32",
+                 "--device", "cpu", "--threads", "1", "--sampling.max-new-tokens", "48", "--sampling.temperature", "1",
+                 "--sampling.top-p", "1", "--eval.problems", "4", "--eval.samples", "1", "--eval.max-new-tokens", "32",
+                 "--steps", "2", "--eval-every", "0", "--checkpoint-every", "2", "--no-progress", "--run-name", "run"]
+    runs = {}
+    for nodes, gpus in ((2, 1), (1, 2)):
+        out, logs = tmp_path / f"{nodes}x{gpus}", tmp_path / f"logs{nodes}x{gpus}"
+        logs.mkdir()
+        env = {**os.environ, "PATH": f"{bin_dir}:{Path(sys.executable).parent}:{os.environ['PATH']}",
+               "SLURM_NNODES": str(nodes), "SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "n", "GPUS_PER_NODE": str(gpus),
+               "RDZV_PORT": str(free_port()), "MODEL": "tiny", "OUT": str(out), "LOGS": str(logs), "HF_HUB_OFFLINE": "1"}
+        r = subprocess.run(["bash", str(root / "configs" / "slurm_multinode.sbatch"), "/unused", *overrides], env=env,
+                           cwd=root, capture_output=True, text=True, timeout=600)
+        node_logs = [(logs / f"node{i}.log").read_text() for i in range(nodes)]
+        assert r.returncode == 0, node_logs
+        # one process names the outputs: rank 0, on whichever node joined the rendezvous first
+        assert sum(f"outputs in {out / 'run'}" in x for x in node_logs) == 1, node_logs
+        runs[nodes] = out / "run"
+    a, b = _rows(runs[2]), _rows(runs[1])
+    assert len(a) == 4  # eval before, 2 steps, eval after
+    assert any(v > 0 for x in a for k, v in x.items() if k.startswith("grad_norm/"))  # so the weights moved
+    assert a == b
+    wa, wb = _weights(runs[2]), _weights(runs[1])
+    assert all(torch.equal(p, q) for k in wa for p, q in zip(wa[k], wb[k]))
