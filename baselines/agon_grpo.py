@@ -85,6 +85,7 @@ def agon_step(step: int, args: Args, game, train_set, policies, opts, scheds) ->
     # 4-5. own-group advantages, and both policies update
     read_right = drafts.grid([float(played.drafter_correct[j]) for j in read])
     adv_c = group_advantages(r_c, args.scale_std, by=read_right if args.challenger_baseline == "draft" else None)
+    lr = scheds[d_name].get_last_lr()[0]  # the rate this step's updates use (the schedulers step inside them)
     stats_d = grpo_update(policies[d_name], opts[d_name], scheds[d_name], drafts.gens,
                           group_advantages(r_d, args.scale_std).flatten(), args)
     stats_c = grpo_update(policies[c_name], opts[c_name], scheds[c_name], answers.gens, adv_c.flatten(), args)
@@ -92,8 +93,7 @@ def agon_step(step: int, args: Args, game, train_set, policies, opts, scheds) ->
     batch = dist.all_cat(played.games, played.drafter_correct, r_d, r_c, [p.metadata.get("family", "") for p in problems],
                          [len(g.completion_ids) for g in drafts.gens], [len(g.completion_ids) for g in answers.gens],
                          adv_c, read_right)
-    return step_metrics(d_name, c_name, *batch, stats_d, stats_c, scheds[d_name].get_last_lr()[0],
-                        time.perf_counter() - t0)
+    return step_metrics(d_name, c_name, *batch, stats_d, stats_c, lr, time.perf_counter() - t0)
 
 
 def step_metrics(d_name, c_name, games, drafter_correct, r_d, r_c, families, len_d, len_c, adv_c, read_right,
@@ -104,7 +104,7 @@ def step_metrics(d_name, c_name, games, drafter_correct, r_d, r_c, families, len
     rates = game_rates(games)  # win, conversion, keep: over the games as played
     credit = adv_c.clamp(min=0)
     drafter_pass = sum(drafter_correct) / len(drafter_correct)
-    zero_std = lambda r: float((r.std(-1) == 0).float().mean())  # noqa: E731
+    zero_std = lambda r: float((r.amax(-1) == r.amin(-1)).float().mean())  # noqa: E731  (as group_advantages tests it)
     c_d = torch.tensor(drafter_correct).view_as(r_d)
     c_c = torch.tensor([g.challenger_info["correct"] for g in games]).view_as(r_c)
     return {
@@ -152,6 +152,9 @@ def main(args: Args) -> dict:
     t_start = time.perf_counter()
     args = resumed(args)
     args.validate("group-size", args.group_size)
+    if args.lora_rank < 1 and args.model_spec().one_base:
+        raise SystemExit(f"error: --lora-rank {args.lora_rank}: on one base --model, agon_grpo trains two LoRA adapters "
+                         "(rank >= 1); to train two full models, give both: --model A_DIR,B_DIR")
     if args.shared_opponent and args.reward == "zero_sum":
         raise SystemExit("error: --reward zero_sum pays drafters by their reader; with --shared-opponent most drafts have none")
     dist.init(args.device)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import random
 import sys
 import time
@@ -31,6 +32,7 @@ from problems.record import Problem
 from .distributed import check_launch
 from .grpo_loss import LOSS_TYPES
 from .policy import ModelSpec, Policy, SamplingParams
+from .runlog import check_fresh
 
 Template = Literal[("auto", *TEMPLATES)]
 RewardScheme = Literal[REWARD_SCHEMES]
@@ -188,7 +190,7 @@ class LearnerArgs(BaseArgs):
     tempered_logprobs: bool = False
     """score the update under the sampling distribution, logits / temperature, as TRL does (default: raw logits)"""
     lora_rank: int = 16
-    """LoRA rank for HF models (the tiny pair is trained fully)"""
+    """LoRA rank for HF models (the tiny pair is trained fully; 0: grpo trains the full model)"""
     servers: str = ""
     """--backend server: comma-separated base URLs of vLLM OpenAI servers of the base model, each started with
     `VLLM_ALLOW_RUNTIME_LORA_UPDATING=True vllm serve BASE --enable-lora --max-loras 2 --max-lora-rank R`"""
@@ -204,6 +206,9 @@ class LearnerArgs(BaseArgs):
     """steps between held-out evaluations on a 100-problem slice (0: only before and after)"""
     run_name: str = ""
     """run directory name (default: learner-seed-time)"""
+    overwrite: bool = False
+    """replace the run already in out-dir/run-name (its checkpoints, metrics, events and plots are deleted when
+    this run starts); without it a fresh run there is refused"""
     checkpoint_every: int = 50
     """steps between checkpoints (0: none)"""
     resume: str = ""
@@ -226,6 +231,8 @@ class LearnerArgs(BaseArgs):
             raise SystemExit("error: --sampling.greedy: training needs sampled rollouts")
         if not 0.0 <= self.lr_floor <= 1.0:
             raise SystemExit(f"error: --lr-floor is a fraction of --lr, in [0, 1], got {self.lr_floor}")
+        if self.lora_rank < 0:
+            raise SystemExit(f"error: --lora-rank must be at least 0 (0: grpo trains the full model), got {self.lora_rank}")
         if self.micro_batch < 0:
             raise SystemExit(f"error: --micro-batch must be at least 1 (0: the whole batch at once), got {self.micro_batch}")
         if self.lr <= 0:
@@ -240,6 +247,8 @@ class LearnerArgs(BaseArgs):
                              "with --tempered-logprobs")
         if self.resume and not Path(self.resume).is_dir():
             raise SystemExit(f"error: --resume {self.resume!r} is not a run directory")
+        if not self.resume and self.run_name and os.environ.get("RANK", "0") == "0":  # rank 0 alone writes the run
+            check_fresh(Path(self.out_dir) / self.run_name, self.overwrite)
         check_launch(self.problems_per_step, self.backend, self.device)
 
     def server_urls(self) -> list[str]:

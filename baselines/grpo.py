@@ -45,7 +45,8 @@ class Args(LearnerArgs):
     rollouts_per_problem: int = 16
     """G: completions per problem per step (16 = Agon's 2N at N=8, for compute parity)"""
     dynamic_sampling: bool = False
-    """drop groups whose rewards are all equal (all right or all wrong) before the update, refilling (below)"""
+    """drop groups whose rewards are all equal (their advantages are all zero) before the update, refilling (below);
+    by reward, not DAPO's correctness: a group all wrong but mixed in format is kept"""
     refill_rounds: int = 3
     """with --dynamic-sampling: extra draws of fresh problems until --problems-per-step groups are informative (0: drop only)"""
     policy: Literal["a", "b"] = "a"
@@ -84,6 +85,7 @@ def grpo_step(step: int, args: Args, game, train_set, policy, opt, sched) -> dic
                                                  [len(g.completion_ids) for g in update])
     informative = r.amax(-1) > r.amin(-1)
     stats = {"loss": 0.0, "clip_frac": 0.0, "kl": 0.0, "sampler_gap": 0.0, "grad_norm": 0.0}
+    lr = sched.get_last_lr()[0]  # the rate this step's update uses (the scheduler steps inside it)
     if lengths:
         stats = grpo_update(policy, opt, sched, update, adv, args)
     else:
@@ -92,7 +94,7 @@ def grpo_step(step: int, args: Args, game, train_set, policy, opt, sched) -> dic
         "reward/mean": float(r.mean()), "reward/std": float(r.std()), "pass": float(correct.float().mean()),
         "length": sum(lengths) / max(len(lengths), 1),
         "zero_std": float((~informative).float().mean()), **group_stats(r, correct, families),
-        "rollouts": (rounds + 1) * r.numel(), "groups/updated": len(lengths) // G, "lr": sched.get_last_lr()[0],
+        "rollouts": (rounds + 1) * r.numel(), "groups/updated": len(lengths) // G, "lr": lr,
         **{k: stats[k] for k in ("loss", "clip_frac", "kl", "sampler_gap", "grad_norm")}, "step_time": time.perf_counter() - t0,
     }
 

@@ -15,24 +15,28 @@ def group_advantages(rewards: torch.Tensor, scale_std: bool = True, eps: float =
     """A_i = (r_i − mean(group)) / (std(group) + eps) over the last dim (one row per group).
 
     `scale_std=False` keeps only the centring (Dr. GRPO). A group whose rewards are all
-    equal gets zero advantage, so it adds no gradient. `by` (rewards' shape, integer keys)
-    splits each row further: r_i is compared only with its row's rewards of the same key (a
-    key held by one element gives it zero advantage).
+    equal gets exactly zero advantage, so it adds no gradient: tested as max == min, because
+    equal rewards such as 0.7 have a mean a rounding away from them, which the std (also
+    rounding-sized) would scale up to ~1e-3. `by` (rewards' shape, integer keys) splits each
+    row further: r_i is compared only with its row's rewards of the same key (a key held by
+    one element gives it zero advantage).
     """
     if by is not None:
         out = torch.zeros_like(rewards)
         for key in by.unique():
-            m = (by == key).to(rewards.dtype)
+            m = by == key
             n = m.sum(-1, keepdim=True).clamp(min=1)
             centred = rewards - (rewards * m).sum(-1, keepdim=True) / n
             if scale_std:
                 centred = centred / (((centred ** 2) * m).sum(-1, keepdim=True) / n).sqrt().add(eps)
-            out = torch.where(m.bool(), centred, out)
+            spread = (rewards.masked_fill(~m, -torch.inf).amax(-1, keepdim=True)
+                      > rewards.masked_fill(~m, torch.inf).amin(-1, keepdim=True))
+            out = torch.where(m & spread, centred, out)
         return out
     centred = rewards - rewards.mean(dim=-1, keepdim=True)
-    if not scale_std:
-        return centred
-    return centred / (rewards.std(dim=-1, keepdim=True, unbiased=False) + eps)
+    if scale_std:
+        centred = centred / (rewards.std(dim=-1, keepdim=True, unbiased=False) + eps)
+    return torch.where(rewards.amax(-1, keepdim=True) > rewards.amin(-1, keepdim=True), centred, 0.0)
 
 
 def policy_loss(

@@ -5,7 +5,7 @@ Completions are kept problem-major (all n of problem 0, then problem 1, ...), th
 [P, n] tensor whose rows are the groups that advantages are normalised within.
 
 Under torchrun, `index` gives each problem's position in the step's global batch; each problem
-then draws from its own generator seeded by `problem_seed(seed, index)` (the problems still share
+then draws from its own generator seeded by `child_seed(seed, index)` (the problems still share
 one batched decode), so its tokens are the same on whichever rank, beside whichever problems, it
 is sampled (see `baselines.distributed`).
 """
@@ -16,12 +16,11 @@ from dataclasses import dataclass
 from itertools import groupby
 from typing import Sequence
 
-import numpy as np
 import torch
 
 from problems.record import Problem
 
-from .policy import Generation, Policy, SamplingParams
+from .policy import Generation, Policy, SamplingParams, child_seed
 
 
 @dataclass
@@ -45,7 +44,7 @@ class Rollouts:
         if index is None:
             groups = policy.generate(list(prompts), n, params, seed)
         else:
-            groups = policy.generate_seeded([([prompts[i] for i in run], problem_seed(seed, j))
+            groups = policy.generate_seeded([([prompts[i] for i in run], child_seed(seed, j))
                                              for j, run in groupby(range(len(prompts)), key=lambda i: index[i])],
                                             n, params)
         return cls(list(problems), n, [g for gs in groups for g in gs[:n]], None if index is None else list(index))
@@ -76,6 +75,3 @@ class Rollouts:
         return len(self.gens)
 
 
-def problem_seed(seed: int, index: int) -> int:
-    """The sampling seed of the problem at `index` in a step's global batch whose seed is `seed`."""
-    return int(np.random.SeedSequence([seed % 2**64, index]).generate_state(1)[0])

@@ -19,18 +19,22 @@ class RunDir:
     `checkpoint-<step>/`), plots and summary. With `write=False` (a torchrun rank other than 0) it
     knows the path and writes nothing."""
 
-    def __init__(self, path: str | Path, config, resume: bool = False, write: bool = True):
+    def __init__(self, path: str | Path, config, resume: bool = False, write: bool = True, overwrite: bool = False,
+                 start: int = 0):
         self.path, self.write = Path(path), write
         if not write:
             return
+        if not resume:
+            check_fresh(self.path, overwrite)
+            if self.path.exists():  # an earlier run the caller asked to replace: none of its files may outlive it
+                shutil.rmtree(self.path)
         self.path.mkdir(parents=True, exist_ok=True)
         (self.path / "config.json").write_text(json.dumps(asdict(config), indent=2))
         self.metrics_path = self.path / "metrics.jsonl"
-        if not resume and self.metrics_path.exists():
-            self.metrics_path.unlink()
         from torch.utils.tensorboard import SummaryWriter
 
-        self.tb = SummaryWriter(str(self.path / "tb"), purge_step=None)
+        # purge_step: on a resume, drop the events a killed run wrote past its checkpoint, as truncate_after does
+        self.tb = SummaryWriter(str(self.path / "tb"), purge_step=start if resume else None)
 
     def log(self, step: int, metrics: dict) -> None:
         if not self.write:
@@ -63,6 +67,19 @@ class RunDir:
     def close(self):
         if self.write:
             self.tb.close()
+
+
+def check_fresh(path: str | Path, overwrite: bool) -> None:
+    """Fail before a fresh run writes into an earlier one: its checkpoint would later be resumed under the new
+    run's options, and its events and plots would mix with the new run's."""
+    path = Path(path)
+    if not path.exists() or not any(path.iterdir()):
+        return
+    if not (path / "config.json").exists():
+        raise SystemExit(f"error: {path} exists and is not a run directory: pick another --run-name or --out-dir")
+    if not overwrite:
+        raise SystemExit(f"error: {path} already holds a run: --resume {path} continues it, --overwrite replaces it "
+                         "(its checkpoints, metrics and plots are deleted), or pick another --run-name")
 
 
 def load_config(run_dir: str | Path) -> dict:

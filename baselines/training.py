@@ -74,31 +74,34 @@ def train(args: LearnerArgs, learner: str, name: str, models: dict[str, Policy],
     """Run `step` for every step not yet done, in `out_dir/name` (or the resumed run's directory);
     returns the run directory and the before-training rows."""
     main = dist.is_main()
-    run = RunDir(args.resume or Path(args.out_dir) / name, args, resume=bool(args.resume), write=main)
+    start, extra = load_checkpoint(Path(args.resume), models, opts, scheds) if args.resume else (0, {})
+    run = RunDir(args.resume or Path(args.out_dir) / name, args, resume=bool(args.resume), write=main,
+                 overwrite=args.overwrite, start=start)
     if args.resume:
-        start, extra = load_checkpoint(run.path, models, opts, scheds)
         before = extra["before"]
         run.truncate_after(start)
         if main:
             print(f"resumed {run.path} at step {start}")
     else:
-        start, before = 0, evaluate(test, args.eval)
+        before = evaluate(test, args.eval)
         run.log(0, endpoint_metrics(before))
     dist.broadcast_params(models)
 
     bar = trange(start, args.steps, desc=learner, disable=not (args.progress and main), dynamic_ncols=True)
     for s in bar:
+        # a held-out point after every eval_every updates, in the row of the step that starts from them (the
+        # rows' `step` counts the updates done, as the before (0) and after (steps) evaluations' rows do)
+        curve = args.eval_every and s and s % args.eval_every == 0
+        m = model_rows(evaluate(test[:CURVE_PROBLEMS], replace(args.eval, greedy=False)), "eval/") if curve else {}
         comm = dist.comm_clock()
         cuda = torch.cuda.is_initialized()
         if cuda:
             torch.cuda.reset_peak_memory_stats()
-        m = step(s)
+        m.update(step(s))
         if cuda:  # this process's peak during the step, resident weights included
             m["gpu_peak_gib"] = torch.cuda.max_memory_allocated() / 2**30
         if dist.active():
             m["comm_time"] = dist.comm_clock() - comm  # of step_time: inside collectives, waits included
-        if args.eval_every and (s + 1) % args.eval_every == 0 and s + 1 < args.steps:
-            m.update(model_rows(evaluate(test[:CURVE_PROBLEMS], replace(args.eval, greedy=False)), "eval/"))
         run.log(s, m)
         bar.set_postfix(postfix(m))
         if main and args.checkpoint_every and (s + 1) % args.checkpoint_every == 0:

@@ -94,8 +94,9 @@ def _command(module: str, processes: int | None, args: Args, out: Path) -> list[
             "--threads", str(args.threads), "--steps", str(args.steps), "--problems-per-step", str(args.problems_per_step),
             group, str(args.group), "--sampling.max-new-tokens", str(args.max_new_tokens), "--eval-every", "0",
             "--checkpoint-every", "0", "--eval.problems", "4", "--eval.samples", "1", "--eval.no-greedy",
-            "--eval.max-new-tokens", "16", "--model", args.model,  # evaluation is not measured: kept short "--device", args.device,
-            "--dtype", args.dtype, "--beta", str(args.beta), "--lora-rank", str(args.lora_rank), "--backend", "hf"]
+            "--eval.max-new-tokens", "16",  # evaluation is not measured: kept short
+            "--model", args.model, "--device", args.device, "--dtype", args.dtype, "--beta", str(args.beta),
+            "--lora-rank", str(args.lora_rank), "--backend", "hf"]
 
 
 def measure(learner: str, processes: int | None, args: Args) -> dict:

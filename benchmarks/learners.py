@@ -28,7 +28,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0, help="seed for both learners")
     ap.add_argument("--steps", type=int, default=agon_grpo.Args.steps, help="optimizer steps for both learners")
     args = ap.parse_args()
-    common = dict(seed=args.seed, steps=args.steps, out_dir="runs/benchmarks", progress=True)
+    common = dict(seed=args.seed, steps=args.steps, out_dir="runs/benchmarks", progress=True, overwrite=True)
     a = agon_grpo.main(agon_grpo.Args(run_name=f"agon_grpo-s{args.seed}", **common))
     g = grpo.main(grpo.Args(run_name=f"grpo-s{args.seed}", **common))
     rows = []

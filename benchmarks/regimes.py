@@ -55,7 +55,7 @@ BASE = "--problems-per-step 8 --rollouts-per-problem 8 --steps 300"  # what an a
 
 def arm_args(name: str, out_dir: str) -> grpo.Args:
     """The arm's full command line, parsed by the learner's own CLI (later flags override earlier ones)."""
-    flags = COMMON + BASE.split() + ARMS[name][1].split() + ["--out-dir", out_dir, "--run-name", name]
+    flags = COMMON + BASE.split() + ARMS[name][1].split() + ["--out-dir", out_dir, "--run-name", name, "--overwrite"]
     return tyro.cli(grpo.Args, args=flags)
 
 

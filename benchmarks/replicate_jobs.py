@@ -25,7 +25,7 @@ def learner_args(cfg, method: str, seed: int):
     L = cfg.learner
     every = L.checkpoint_every if L.checkpoint_every and L.steps % L.checkpoint_every == 0 else L.steps
     L = replace(L, seed=seed, out_dir=cfg.runs_dir, run_name=f"{learner}-{slug(method)}-s{seed}",
-                checkpoint_every=every, progress=False)
+                checkpoint_every=every, progress=False, overwrite=True)  # every job starts fresh
     shared = {f.name: getattr(L, f.name) for f in fields(LearnerArgs)}
     if learner == "grpo":  # one model of the pair: 'tiny' picks it by `policy`, 'A,B' by position
         spec = L.model_spec()

@@ -294,7 +294,7 @@ def where(args: Args) -> str:
 def profile(learners: list[Learner], args: Args, run_root: Path) -> tuple[dict, list]:
     """Per learner: each measured step's seconds per phase, rollouts and tokens (and peak GPU memory on
     CUDA); and what was patched."""
-    runs = {ln.name: RunDir(run_root / ln.name.replace(" ", "_"), ln.args) for ln in learners}
+    runs = {ln.name: RunDir(run_root / ln.name.replace(" ", "_"), ln.args, overwrite=True) for ln in learners}
     steps = {ln.name: [] for ln in learners}
     now = clock(args.device)
     timer = PhaseTimer(seams(learners), clock=now)

@@ -11,10 +11,10 @@ Modules, each importing only those above it in this list:
 - `loading`: `load_pair` and `load_policy`, from a spec to policies.
 """
 
-from .base import Generation, Policy, SamplingParams
+from .base import Generation, Policy, SamplingParams, child_seed
 from .hf import HFPolicy, load_hf, resolve_device, save_hf, smollm2_gguf
 from .loading import load_pair, load_policy
 from .spec import ModelSpec
 
-__all__ = ["Generation", "HFPolicy", "ModelSpec", "Policy", "SamplingParams", "load_hf", "load_pair", "load_policy",
+__all__ = ["Generation", "HFPolicy", "ModelSpec", "Policy", "SamplingParams", "child_seed", "load_hf", "load_pair", "load_policy",
            "resolve_device", "save_hf", "smollm2_gguf"]

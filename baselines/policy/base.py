@@ -22,7 +22,15 @@ import os
 from dataclasses import dataclass
 from typing import Sequence
 
+import numpy as np
 import torch
+
+
+def child_seed(seed: int, index: int) -> int:
+    """The seed of item `index` under `seed` (a request in a batch, a problem in a step): hashed, so that
+    seeds a learner derives from one another (a step's seed + 1, the next step's) never share a stream, as
+    seed + index would."""
+    return int(np.random.SeedSequence([seed % 2**64, index]).generate_state(1)[0])
 
 
 @dataclass

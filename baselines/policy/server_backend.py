@@ -7,8 +7,8 @@ prompt to a pool of `vllm serve` processes (one or more machines), each started 
     VLLM_ALLOW_RUNTIME_LORA_UPDATING=True vllm serve BASE --enable-lora --max-loras 2 --max-lora-rank R
 
 Requests: the prompt goes as token ids (the chat template applied here, as the HF backend
-does), with `n`, `temperature`, `top_p`, `max_tokens`, a per-prompt `seed` (seed + i, as
-the in-process vLLM backend), `stop_token_ids` (the HF sampler's EOS set), `logprobs: 1`,
+does), with `n`, `temperature`, `top_p`, `max_tokens`, a per-prompt `seed` (`child_seed(seed, i)`,
+as the in-process vLLM backend), `stop_token_ids` (the HF sampler's EOS set), `logprobs: 1`,
 `return_token_ids` and `return_tokens_as_token_ids`. The completion ids are the server's
 `token_ids` (or, on a server without that field, the `token_id:N` strings of
 `logprobs.tokens`), never re-tokenised text; the text is decoded here from those ids.
@@ -60,7 +60,7 @@ from typing import Sequence
 import torch
 
 from .. import distributed as dist
-from .base import Generation, Policy, SamplerPolicy, SamplingParams
+from .base import Generation, Policy, SamplerPolicy, SamplingParams, child_seed
 
 log = logging.getLogger("agon.policy")
 LAUNCH = ("VLLM_ALLOW_RUNTIME_LORA_UPDATING=True vllm serve {base} --enable-lora --max-loras 2 "
@@ -293,7 +293,8 @@ class ServerPolicy(SamplerPolicy):
             raise TypeError("generate takes a list of prompt strings, got one str")
         model = self.sync()
         ids = [self.hf.encode_prompt(p) for p in prompts]
-        bodies = [completion_request(model, i, n, params, None if seed is None else seed + k, self.stop_token_ids)
+        bodies = [completion_request(model, i, n, params, None if seed is None else child_seed(seed, k),
+                                     self.stop_token_ids)
                   for k, i in enumerate(ids)]
         return [to_generations(p, i, body, n, self.hf.decode, url)
                 for p, i, (body, url) in zip(prompts, ids, self.pool.complete(bodies))]

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import torch
 
-from .base import Generation, SamplerPolicy, SamplingParams
+from .base import Generation, SamplerPolicy, SamplingParams, child_seed
 from .spec import ModelSpec
 
 log = logging.getLogger("agon.policy")
@@ -76,7 +76,7 @@ def pick_backend(backend: str, spec: ModelSpec) -> str:
 def build_requests(prompt_ids: list[list[int]], n: int, params: SamplingParams, seed: int | None) -> list[dict]:
     """One request per prompt: token-id prompt plus `vllm.SamplingParams` kwargs.
 
-    Seeds are per request (seed + i), so a batch is reproducible whatever the engine's
+    Seeds are per request (`child_seed(seed, i)`), so a batch is reproducible whatever the engine's
     scheduling; greedy is temperature 0; `logprobs=0` returns the sampled token's log-prob.
     """
     greedy = params.greedy or params.temperature <= 0
@@ -84,7 +84,7 @@ def build_requests(prompt_ids: list[list[int]], n: int, params: SamplingParams, 
         "prompt": {"prompt_token_ids": list(ids)},
         "sampling": {
             "n": n, "temperature": 0.0 if greedy else params.temperature, "top_p": 1.0 if greedy else params.top_p,
-            "max_tokens": params.max_new_tokens, "seed": None if seed is None else seed + i,
+            "max_tokens": params.max_new_tokens, "seed": None if seed is None else child_seed(seed, i),
             "logprobs": 0, "skip_special_tokens": True,
         },
     } for i, ids in enumerate(prompt_ids)]

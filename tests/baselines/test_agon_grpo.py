@@ -139,6 +139,8 @@ def test_cli_end_to_end_outputs(tmp_path):
     (("--group-size", "1"), "--group-size must be at least 2"),
     (("--reward", "bogus"), "--reward"),
     (("--sampling.temperature", "hot"), "--sampling.temperature"),
+    (("--model", "smollm2", "--lora-rank", "0"), "agon_grpo trains two LoRA adapters (rank >= 1)"),
+    (("--lora-rank", "-1"), "--lora-rank must be at least 0"),
 ])
 def test_bad_config_fails_before_any_work(tmp_path, extra, msg):
     t = time.time()
@@ -146,5 +148,16 @@ def test_bad_config_fails_before_any_work(tmp_path, extra, msg):
     assert r.returncode != 0 and msg in r.stderr
     assert not (tmp_path / "run").exists()  # nothing was written
     assert time.time() - t < 60
+
+
+@pytest.mark.parametrize("module", ["baselines.agon_grpo", "baselines.grpo"])
+def test_a_fresh_run_on_an_earlier_runs_name_is_refused(tmp_path, module):
+    """Its checkpoint would be resumed later under the new run's options: refused before any work, untouched."""
+    (tmp_path / "run" / "checkpoint-000004").mkdir(parents=True)
+    (tmp_path / "run" / "config.json").write_text('{"steps": 4}')
+    r = cli(module, tmp_path, "--steps", "10")
+    assert r.returncode != 0 and "already holds a run: --resume" in r.stderr and "--overwrite replaces it" in r.stderr
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["checkpoint-000004", "config.json"]
+    assert (tmp_path / "run" / "config.json").read_text() == '{"steps": 4}'
 
 

@@ -42,7 +42,10 @@ def test_grpo_really_learns_with_a_fixed_seed():
 def test_learners_accept_code_problems_unchanged(tmp_path, module):
     group = ("--group-size", "2") if module.endswith("agon_grpo") else ("--rollouts-per-problem", "2")
     r = cli(module, tmp_path, "--problems", "code_easy", "--train-tiers", "all", "--eval.tier", "all",
-             "--steps", "1", *group, "--checkpoint-every", "0")
+             "--steps", "2", *group, "--checkpoint-every", "0", "--warmup-frac", "1")
     assert r.returncode == 0, r.stderr[-2000:]
     rows = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
-    assert [r["step"] for r in rows if "step_time" in r] == [0]
+    assert [r["step"] for r in rows if "step_time" in r] == [0, 1]
+    # each step logs the rate its own update used: half of --lr at step 0 of a 2-step warm-up, then all of it
+    lr = json.loads((tmp_path / "run" / "config.json").read_text())["lr"]
+    assert [r["lr"] for r in rows if "step_time" in r] == [lr / 2, lr]

@@ -16,6 +16,18 @@ def test_group_advantages_by_hand():
                           torch.tensor([[-1.0, -1.0, -1.0, 3.0]]))
 
 
+@pytest.mark.parametrize("value", [0.7, 2.7, 0.1])
+def test_equal_rewards_that_are_not_binary_fractions_get_exactly_zero_advantage(value):
+    """Their mean is a rounding away from them and the std is rounding-sized, so (r − mean)/(std + eps) was ~1e-3."""
+    r = torch.full((2, 8), value)
+    r[1, 0] = 0.0  # the other row has a spread
+    for scale in (True, False):
+        a = group_advantages(r, scale)
+        assert torch.equal(a[0], torch.zeros(8)) and a[1].abs().min() > 0
+        keyed = group_advantages(r, scale, by=torch.tensor([[0, 1] * 4, [0] * 8]))
+        assert torch.equal(keyed[0], torch.zeros(8)) and torch.allclose(keyed[1], a[1], atol=1e-6)
+
+
 def test_group_advantages_within_keys():
     torch.manual_seed(0)
     r = torch.randint(0, 4, (5, 8)).float()

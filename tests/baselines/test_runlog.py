@@ -230,6 +230,30 @@ def test_run_dir_metrics_history_and_truncate_after(tmp_path):
     resumed.truncate_after(2)
     assert [r["step"] for r in resumed.history()] == [0, 1]
     resumed.close()
-    fresh = RunDir(tmp_path / "r", Cfg())
-    assert fresh.history() == []
+    (tmp_path / "r" / "checkpoint-000002").mkdir()  # an earlier run's files, which a fresh run must not inherit
+    with pytest.raises(SystemExit, match="already holds a run: --resume .* continues it, --overwrite replaces it"):
+        RunDir(tmp_path / "r", Cfg())
+    assert [r["step"] for r in resumed.history()] == [0, 1]  # the refusal changed nothing
+    fresh = RunDir(tmp_path / "r", Cfg(), overwrite=True)
+    assert fresh.history() == [] and not (tmp_path / "r" / "checkpoint-000002").exists()
     fresh.close()
+    (tmp_path / "notarun").mkdir()
+    (tmp_path / "notarun" / "data.txt").write_text("mine")
+    with pytest.raises(SystemExit, match="exists and is not a run directory"):
+        RunDir(tmp_path / "notarun", Cfg(), overwrite=True)
+    assert (tmp_path / "notarun" / "data.txt").read_text() == "mine"
+
+
+def test_a_resume_drops_the_tensorboard_events_past_its_checkpoint(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    run = RunDir(tmp_path / "r", Cfg())
+    for s in range(5):
+        run.log(s, {"loss": float(s)})
+    run.close()
+    resumed = RunDir(tmp_path / "r", Cfg(), resume=True, start=3)  # the killed run's checkpoint was at step 3
+    resumed.log(3, {"loss": 30.0})
+    resumed.close()
+    events = EventAccumulator(str(tmp_path / "r" / "tb"))
+    events.Reload()
+    assert [(e.step, e.value) for e in events.Scalars("loss")] == [(0, 0), (1, 1), (2, 2), (3, 30)]

@@ -40,7 +40,7 @@ def test_every_point_of_the_held_out_curve_is_over_the_same_problems(tmp_path):
     finish(run, "fake", args, before, evaluate(test, args.eval), None, lambda h: [], 0.0)
     history = run.history()
     curve = [(r["step"], r["eval/M"]) for r in history if "eval/M" in r]
-    assert curve == [(0, 0.0), (1, 0.0), (4, 0.0)]  # step 0, mid-run after step 2, the end
+    assert curve == [(0, 0.0), (2, 0.0), (4, 0.0)]  # before, after 2 updates, after all 4
     assert [(r["step"], r["eval_full/M"]) for r in history if "eval_full/M" in r] == [(0, 50 / 150), (4, 50 / 150)]
     assert seen == [(150, True), (CURVE_PROBLEMS, False), (150, True)]
     assert not any(isinstance(v, list) for r in history for v in r.values())  # per-problem lists stay in summary.json

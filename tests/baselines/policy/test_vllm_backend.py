@@ -6,7 +6,7 @@ import types
 import pytest
 import torch
 
-from baselines.policy import SamplingParams
+from baselines.policy import SamplingParams, child_seed
 from baselines.policy import vllm_backend as vb
 from baselines.policy.spec import ModelSpec
 
@@ -44,8 +44,12 @@ def test_build_requests():
     reqs = vb.build_requests([[1, 2], [3]], n=4, params=SamplingParams(temperature=0.6, top_p=0.95, max_new_tokens=9), seed=10)
     assert [r["prompt"]["prompt_token_ids"] for r in reqs] == [[1, 2], [3]]
     s = reqs[1]["sampling"]
-    assert s == {"n": 4, "temperature": 0.6, "top_p": 0.95, "max_tokens": 9, "seed": 11, "logprobs": 0,
+    assert s == {"n": 4, "temperature": 0.6, "top_p": 0.95, "max_tokens": 9, "seed": child_seed(10, 1), "logprobs": 0,
                  "skip_special_tokens": True}
+    # a learner's seeds for one step's drafts (s), its answers (s + 1) and the next step's drafts (s + 2): no
+    # request shares a stream with another (seed + i did: 63 of 64 shared at 64 requests)
+    seeds = [r["sampling"]["seed"] for s in (10, 11, 12) for r in vb.build_requests([[1]] * 64, 1, SamplingParams(), s)]
+    assert len(set(seeds)) == len(seeds)
     g = vb.build_requests([[1]], 1, SamplingParams(greedy=True, top_p=0.5), None)[0]["sampling"]
     assert g["temperature"] == 0.0 and g["top_p"] == 1.0 and g["seed"] is None
 
