@@ -100,6 +100,8 @@ class AgonAEC(AECEnv):
         name = self.metadata["name"]
         if not hasattr(self, "agents") or not hasattr(self, "drafter"):
             raise RuntimeError(f"{name}: call reset() before step()")
+        if not self.agents:  # every agent took its dead step
+            raise RuntimeError(f"{name}: the episode is over; call reset() before step()")
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             if action is not None:

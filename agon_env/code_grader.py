@@ -17,6 +17,7 @@ are the sandbox's (`agon_env.sandbox`). Verdict words: the sandbox's, plus `no_a
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Sequence
 
@@ -30,8 +31,9 @@ _FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.S)
 
 
 def extract_code(completion: str) -> str | None:
-    """The program in the completion's last closed `<answer>` block, or None if there is none
-    (code is graded with `answer_format="tags"` whatever the game's setting: no `\\boxed{}`)."""
+    """The program in the completion's last closed `<answer>` block outside the thinking, or None
+    if there is none (code is graded with `answer_format="tags"` whatever the game's setting: no
+    `\\boxed{}`)."""
     ans = extract_answer(completion, answer_format="tags")  # a box is a math answer, never a program
     if ans is None:
         return None
@@ -42,6 +44,20 @@ def extract_code(completion: str) -> str | None:
     return code.strip("\n") or None
 
 
+def _positive(problem, key: str) -> float | None:
+    """`problem.metadata[key]` as a positive number (a numeric string too), None where it is absent."""
+    value = problem.metadata.get(key)
+    if not value:
+        return None
+    try:
+        number = math.nan if isinstance(value, bool) else float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if not 0 < number < math.inf:
+        raise ValueError(f"problem {problem.id!r}: metadata[{key!r}] must be a positive number, got {value!r}")
+    return number
+
+
 class CodeGrader:
     """Runs each answer's program in the sandbox against its problem's tests.
 
@@ -50,6 +66,7 @@ class CodeGrader:
         use_problem_limits: take the time limit from `problem.metadata["time_limit"]`
             (seconds, as the loaders store it) times `time_scale`, and the memory limit
             from `metadata["memory_limit_bytes"]` (never below `min_memory_mb`), where present.
+            A value that is not a positive number raises, naming the problem and the field.
         time_scale: multiplier on problem time limits (Python is slower than the C++ that
             contest limits are set for).
         max_code_chars: longer programs are graded wrong without running (`too_long`).
@@ -67,8 +84,8 @@ class CodeGrader:
         """(timeout, memory_mb) for this problem; None means the sandbox config's."""
         if not self.use_problem_limits:
             return None, None
-        tl, mem = problem.metadata.get("time_limit"), problem.metadata.get("memory_limit_bytes")
-        return (float(tl) * self.time_scale if tl else None,
+        tl, mem = _positive(problem, "time_limit"), _positive(problem, "memory_limit_bytes")
+        return (tl * self.time_scale if tl else None,
                 max(self.min_memory_mb, int(mem) // 2**20) if mem else None)
 
     def _precheck(self, problem, completion) -> tuple[str | None, Verdict | None]:

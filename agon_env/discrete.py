@@ -30,7 +30,9 @@ and episode. A player who misses a digit can only guess: at best 1 in `n_values`
 4. Both are graded; both terminate and are paid.
 
 An answer is an action in `0..n_digits·(n_values-1)`; the last action is "no answer":
-φ = 0 (the format term) and c = 0. All actions are legal at every step (no mask).
+φ = 0 (the format term) and c = 0. All actions are legal at every step (no mask). An action
+is a Python or numpy int or a 0-d integer array (what `action_space.contains` accepts, bool
+aside); anything else raises a ValueError naming the agent and the range.
 
 ## Why this is still the Agon game
 - *The draft is visible, the answer is withheld.* The challenger reads every work token and
@@ -127,10 +129,11 @@ Policy = Callable[[np.ndarray, np.random.Generator], int]
 
 
 def env(**kwargs) -> AECEnv:
-    """The discrete Agon AEC environment with PettingZoo's standard wrappers."""
-    e = raw_env(**kwargs)
-    e = wrappers.AssertOutOfBoundsWrapper(e)
-    return wrappers.OrderEnforcingWrapper(e)
+    """The discrete Agon AEC environment with PettingZoo's order-enforcing wrapper.
+
+    No `AssertOutOfBoundsWrapper`: the env's own action check names the agent and the range.
+    """
+    return wrappers.OrderEnforcingWrapper(raw_env(**kwargs))
 
 
 def parallel_env(**kwargs):
@@ -216,6 +219,8 @@ class raw_env(AgonAEC):
         return obs
 
     def _check_action(self, agent, action):
+        if isinstance(action, np.ndarray) and action.ndim == 0 and np.issubdtype(action.dtype, np.integer):
+            action = action[()]  # a 0-d integer array, as `action_space.contains` accepts
         if isinstance(action, bool) or not isinstance(action, (int, np.integer)) or not 0 <= action < self.layout.n_actions:
             raise ValueError(f"action for {agent!r} must be an int in 0..{self.layout.n_actions - 1}, got {action!r}")
         return int(action)

@@ -26,7 +26,11 @@ A dict:
 - `summary`: what the challenger is shown of the draft ("" for the drafter, and for the
   challenger before the draft exists);
 - `prompt`: the ready prompt for this agent from the template ("" while it is not this
-  agent's turn);
+  agent's turn). The challenger's prompt always holds the whole problem: a summary too
+  long for `max_chars` is shortened to the room the template and problem leave, in both
+  `summary` and `prompt`, and `infos[challenger]["summary_clipped"]` says so. Where the
+  template and problem alone exceed `max_chars`, the summary is empty and the prompt is
+  cut at `max_chars`, as the drafter's is;
 - `messages`: the same prompt as chat messages (a tuple of `{"role", "content"}` dicts).
 
 There is deliberately no `"observation"` key: the text fields are `Text` spaces, and
@@ -44,18 +48,18 @@ Plane are shown as U+FFFD and text past `max_chars` is cut.
 - `"with_answer"`: thinking dropped, answer kept.  `"full"`: the whole draft.
 
 ## Answers (`answer_format=`)
-How the grader finds a completion's final answer:
+How the grader finds a completion's final answer, always outside the thinking (a tag or box
+inside `<think>`, or in an unclosed `<think>` of a cut-off completion, is reasoning, not an answer):
 - `"tags_or_boxed"` (default): the last closed `<answer>…</answer>` block, else the last
-  `\\boxed{…}` with balanced braces outside the thinking (a box inside `<think>` is
-  reasoning, not an answer). Several boxes: the last one counts.
+  `\\boxed{…}` with balanced braces. Several boxes: the last one counts.
 - `"tags"`: the `<answer>` block only (the paper's evaluation). `"boxed"`: the box only.
 A completion with neither (for example one cut off mid-reasoning) has no answer: c = 0,
 whatever numbers its reasoning holds. It sets the default grader; a grader you pass reads
 answers its own way (`MathGrader(answer_format=...)`).
 
 ## Rewards (`reward=`, `format_weight` λ = 0.5, `length_tiebreak` λ′ = 0)
-c ∈ {0,1} is correctness, φ ∈ {0,1} the format term (exactly one non-empty `<answer>`,
-whatever `answer_format` is: a boxed-only answer can be right, but earns no φ).
+c ∈ {0,1} is correctness, φ ∈ {0,1} the format term (exactly one non-empty `<answer>` outside
+the thinking, whatever `answer_format` is: a boxed-only answer can be right, but earns no φ).
 - drafter: R(a) = 2c(a) + λφ(a)   (under `zero_sum`: −R(b))
 - challenger, `"agon"`: 2c(b) + c(b)(1 − c(a)) + λφ(b)   (the conversion bonus)
 - `"cooperative"`: 2c(b) + λφ(b);  `"margin"`: c(b) − c(a) + λφ(b);
@@ -63,7 +67,8 @@ whatever `answer_format` is: a boxed-only answer can be right, but earns no φ).
 - optional: R(b) += λ′·c(b)·c(a)·1[|b| < |a|] (lengths in characters; not under `zero_sum`, which stays zero-sum).
 
 `infos[agent]` after the episode holds `role`, `problem_id`, `correct`, `formatted`,
-`answer`, `length`, `verdict`, `pass_fraction`, `reward`, `converted` and `winner`.
+`answer`, `length`, `verdict`, `pass_fraction`, `reward`, `converted`, `winner` and
+`clipped`; the challenger's also holds `summary_clipped` (set once the draft exists).
 
 ## Roles (`roles=`)
 `"alternate"` (default): the drafter is `AGENTS[(s + k) % 2]` (`rules.drafter_seat`), where
@@ -82,7 +87,9 @@ ablation). `reset(options={"drafter": "model_b"})` pins the drafter for one epis
 
 ## Errors
 Stepping before `reset()`, a non-`str` action, or an action other than `None` for a
-terminated agent raise with a message naming the agent. `reset` rejects a seed that is not
+terminated agent raise with a message naming the agent. Stepping `raw_env` after the
+episode is over (no agents left) raises too; `env()` only warns there, as PettingZoo's
+`OrderEnforcingWrapper` does. `reset` rejects a seed that is not
 a non-negative int, options that are not a dict and bad option values (unknown option
 names are ignored with a warning, as PettingZoo's api_test expects). A call that raises
 changes nothing: seed, random state, counters, problem order and observations stay as
@@ -200,7 +207,7 @@ class raw_env(AgonAEC):
             prompt = self.game.drafter_prompts([self.problem])[0] if self.draft is None else ""
         else:
             prompt = "" if self.draft is None or self.response is not None else \
-                self.game.challenger_prompts([self.problem], [self.draft])[0]
+                self.game.template.challenger_prompt(self.problem.question, self.summary)
         fit = lambda s: spaces.fit_text(s, self.max_chars)  # noqa: E731
         prompt = fit(prompt)
         return {
@@ -221,7 +228,11 @@ class raw_env(AgonAEC):
         clipped, action = len(action) > self.max_chars, action[: self.max_chars]
         if agent == self.drafter:
             self.draft, self._clipped[agent] = action, clipped
-            self.summary = self.game.summarize(action, self.problem.domain)
+            summary = self.game.summarize(action, self.problem.domain)
+            # The problem comes after the summary in the templates: shorten the summary, not the problem.
+            room = self.max_chars - len(self.game.template.challenger_prompt(self.problem.question, ""))
+            self.summary = summary[:max(room, 0)]
+            self.infos[self.challenger]["summary_clipped"] = len(self.summary) < len(summary)
             self.agent_selection = self.challenger
             return None
         result = self.game.score([self.problem], [self.draft], [action])[0]  # may raise: nothing changed yet

@@ -10,16 +10,19 @@ digit strings, deep nesting) can run for tens of seconds. Here each call is boun
 outside: a worker that overruns `timeout` is killed, a warm spare takes its place and a
 new spare starts in the background, and the answer is graded wrong with verdict
 `timeout`. This works from threads, processes and asyncio, and holds while other work
-shares the cores.
+shares the cores. A forked copy (a fork-based vector env, a multiprocessing pool) starts
+its own workers and threads on first use, and never uses or stops the parent's.
 
 Every grader finds the answer as its `answer_format` says (`rules.extract_answer`): the
-last `<answer>` block, the last `\\boxed{}`, or (default) the tags, else the box.
+last `<answer>` block, the last `\\boxed{}`, or (default) the tags, else the box, always
+outside the `<think>` reasoning.
 """
 
 from __future__ import annotations
 
 import atexit
 import json
+import math
 import os
 import queue
 import re
@@ -27,9 +30,11 @@ import select
 import subprocess
 import sys
 import threading
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from fractions import Fraction
+from numbers import Integral, Real
 from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 
 from .rules import check_answer_format, extract_answer, format_ok
@@ -74,10 +79,18 @@ class _BatchMixin:
         return [self.grade(p, c) for p, c in zip(problems, completions)]
 
 
+def _space(m: re.Match) -> str:
+    """Whitespace between two digits separates numbers ("1 2" is not 12); elsewhere it is layout."""
+    s, i, j = m.string, m.start(), m.end()
+    return " " if 0 < i and j < len(s) and s[i - 1].isdigit() and s[j].isdigit() else ""
+
+
 def _normalise(s: str) -> str:
     s = s.strip().strip("$").strip()
     s = re.sub(r"^\\boxed\{(.*)\}$", r"\1", s)
-    return re.sub(r"\s+", "", s).rstrip(".")
+    if re.fullmatch(r"-?\d{1,3}( \d{3})+", s):  # digit groups: "1 000" is 1000
+        s = s.replace(" ", "")
+    return re.sub(r"\s+", _space, s).rstrip(".")
 
 
 def _as_fraction(s: str) -> Fraction | None:
@@ -91,7 +104,8 @@ def _as_fraction(s: str) -> Fraction | None:
 
 
 class ExactMatchGrader(_BatchMixin):
-    """c = the extracted answer equals the reference after whitespace normalisation.
+    """c = the extracted answer equals the reference after whitespace normalisation (layout
+    whitespace dropped; whitespace between digits kept, except in digit groups such as "1 000").
 
     Cheap and exact: for benchmarks that time the env itself, and for tasks whose
     answers are canonical strings. `answer_format` as in `MathGrader`.
@@ -175,13 +189,25 @@ class MathGrader:
 
     def __init__(self, workers: int | None = None, timeout: float = 5.0, max_answer_chars: int = 1000,
                  float_rounding: int = 10, answer_format: str = "tags_or_boxed", spares: int = 1):
+        if workers is not None and (isinstance(workers, bool) or not isinstance(workers, Integral) or workers < 1):
+            raise ValueError(f"MathGrader workers must be an int >= 1 or None, got {workers!r}")
+        if isinstance(timeout, bool) or not isinstance(timeout, Real) or not 0 < timeout < math.inf:
+            raise ValueError(f"MathGrader timeout must be a positive number of seconds, got {timeout!r}")
+        if isinstance(spares, bool) or not isinstance(spares, Integral) or spares < 0:
+            raise ValueError(f"MathGrader spares must be an int >= 0, got {spares!r}")
         self.workers = workers or os.cpu_count() or 1
         self.timeout, self.max_answer_chars, self.float_rounding = timeout, max_answer_chars, float_rounding
         self.answer_format, self.spares = check_answer_format(answer_format), spares
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
         self._reset_workers()
+        _graders.add(self)
         atexit.register(self.close)
+
+    def _after_fork(self):
+        """In a forked child: the workers, the pool's threads and any held lock are the parent's."""
+        self._lock, self._pool = threading.Lock(), None
+        self._reset_workers()
 
     def _reset_workers(self):
         self._idle: queue.Queue[_Worker] = queue.Queue()  # ready workers, for calls
@@ -305,6 +331,11 @@ class MathGrader:
 
     def __setstate__(self, state):
         self.__init__(**state)
+
+
+_graders: weakref.WeakSet[MathGrader] = weakref.WeakSet()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=lambda: [g._after_fork() for g in list(_graders)])
 
 
 class DomainGrader:

@@ -8,15 +8,16 @@ the role rotation and the reward schemes. `pay` turns two graded completions int
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
+from numbers import Real
 from typing import Callable, Sequence
 
 REWARD_SCHEMES = ("agon", "cooperative", "margin", "zero_sum")
 SUMMARY_MODES = ("paper", "full", "with_answer")
 ANSWER_FORMATS = ("tags", "boxed", "tags_or_boxed")
 
-_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.S)
 _ANSWER_BLOCK = re.compile(r"<answer>(.*?)</answer>", re.S)
 _BOX_OR_BRACE = re.compile(r"\\(?:boxed|fbox)\s*\{|[{}]")
 
@@ -69,7 +70,11 @@ def drop_thinking(text: str) -> str:
     reasoning started in the prompt (Qwen3 style), so everything before it goes. An
     unclosed `<think>` runs to the end of the text, so everything after it goes.
     """
-    text = _THINK_BLOCK.sub("", text)
+    kept, i = [], 0  # `<think>.*?</think>` removed by find: the regex rescans to the end from every unclosed opener
+    while (j := text.find("<think>", i)) >= 0 and (k := text.find("</think>", j + 7)) >= 0:
+        kept.append(text[i:j])
+        i = k + 8
+    text = "".join(kept) + text[i:]
     if "</think>" in text:
         text = text.rsplit("</think>", 1)[1]
     if "<think>" in text:
@@ -142,29 +147,32 @@ def extract_answer(completion: str, answer_format: str = "tags_or_boxed") -> str
     """The final answer of a completion, stripped; None if it gave none.
 
     - `tags`: the content of the last closed `<answer>` block;
-    - `boxed`: the last `\\boxed{}` with balanced braces, outside the thinking (a box
-      inside `<think>` is reasoning, not an answer);
+    - `boxed`: the last `\\boxed{}` with balanced braces;
     - `tags_or_boxed` (default): the tags, else the box.
-    A completion with neither (for example one cut off mid-reasoning) has no answer, and is
-    never graded on stray numbers (math-verify alone would find the gold value in the trace).
+    Both are looked for outside the thinking (`drop_thinking`): a tag or box inside `<think>`
+    is reasoning, not an answer. A completion with neither (for example one cut off
+    mid-reasoning) has no answer, and is never graded on stray numbers (math-verify alone
+    would find the gold value in the trace).
     """
     check_answer_format(answer_format)
+    text = drop_thinking(completion)
     if answer_format != "boxed":
-        found = _ANSWER_BLOCK.findall(completion)
+        found = _ANSWER_BLOCK.findall(text)
         if found:
             return found[-1].strip() or None
         if answer_format == "tags":
             return None
-    return last_boxed(drop_thinking(completion))
+    return last_boxed(text)
 
 
 def format_ok(completion: str) -> bool:
-    """φ: exactly one non-empty closed `<answer>` block, and no unclosed `<think>`.
+    """φ: exactly one non-empty closed `<answer>` block outside the thinking (as
+    `extract_answer` reads it), and no unclosed `<think>`.
 
     The paper's format, whatever `answer_format` the grader reads: a boxed-only answer can
     be correct, but only the tags earn φ.
     """
-    found = _ANSWER_BLOCK.findall(completion)
+    found = _ANSWER_BLOCK.findall(drop_thinking(completion))
     if len(found) != 1 or not found[0].strip():
         return False
     return completion.count("<think>") == completion.count("</think>") or (
@@ -241,6 +249,10 @@ class RewardConfig:
     def __post_init__(self):
         if self.scheme not in REWARD_SCHEMES:
             raise ValueError(f"reward must be one of {REWARD_SCHEMES}, got {self.scheme!r}")
+        for name in ("format_weight", "length_tiebreak"):  # else a bad value surfaces only at episode end
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
+                raise ValueError(f"RewardConfig {name} must be a finite real number, got {value!r}")
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,9 @@ rivals, one is drawn per episode (a snapshot pool for self-play).
 `role` says which part the learner trains: `"drafter"`, `"challenger"`, or `"both"`
 (the default: the discrete env's own alternation, `rules.drafter_seat` of the last reset
 seed plus the episodes since, so the learner drafts after `reset(seed=0)` and challenges
-after `reset(seed=1)`). A `reset` that raises changes nothing.
+after `reset(seed=1)`). A `reset` that raises, even from inside the rival (which acts first
+when it drafts), changes nothing in the wrapper or the env (the rival's own state aside). A
+`step` whose action is not in `action_space` raises before anything changes.
 
 Rewards are attributed to the learner in both roles. The drafter's pay only exists once the
 challenger has answered, after the drafter's last action; PettingZoo's SB3 tutorial wrapper
@@ -53,16 +55,39 @@ class SingleAgentEnv(gym.Env):
         options = self.env.check_reset(seed, options)  # before anything changes
         if self.role != "both":
             options["drafter"] = LEARNER if self.role == "drafter" else RIVAL
-        super().reset(seed=seed)
-        self._rival = self._pool[int(self.np_random.integers(len(self._pool)))]
-        self.env.reset(seed=seed, options=options)
-        self._play_rival()
+        saved = self._snapshot()
+        try:
+            super().reset(seed=seed)
+            self._rival = self._pool[int(self.np_random.integers(len(self._pool)))]
+            self.env.reset(seed=seed, options=options)
+            self._play_rival()  # the rival may raise
+        except BaseException:
+            self._restore(saved)
+            raise
         return self.env.observe(LEARNER), {"role": self.env.role(LEARNER)}
 
+    def _snapshot(self):
+        """What `reset` changes: both objects' attributes (it rebinds them, and the game's
+        arrays and dicts are fresh each episode) and the states of the generators it draws from."""
+        gens = [g for g in (self._np_random, self.env.np_random) if g is not None]
+        return dict(vars(self)), dict(vars(self.env)), [(g, g.bit_generator.state) for g in gens]
+
+    def _restore(self, saved):
+        mine, env, gens = saved
+        for obj, attrs in ((self, mine), (self.env, env)):
+            vars(obj).clear()
+            vars(obj).update(attrs)
+        for g, state in gens:
+            g.bit_generator.state = state
+
     def step(self, action):
+        if not hasattr(self, "_rival"):
+            raise RuntimeError("call reset() before step()")
         if self.env.terminations[LEARNER]:
             raise RuntimeError("the episode is over; call reset() before step()")
-        self.env.step(int(action))
+        if not self.action_space.contains(action):  # no silent int(2.9) or int("3")
+            raise ValueError(f"action must be in {self.action_space}, got {action!r}")
+        self.env.step(action)
         self._play_rival()
         terminated = self.env.terminations[LEARNER]
         info = dict(self.env.infos[LEARNER])

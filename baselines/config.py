@@ -50,7 +50,8 @@ class EvalConfig:
     """How held-out pass@1 is measured."""
 
     split: Literal["test", "validation"] = "test"
-    """held-out split that is reported ('validation' while choosing settings, so the test split is read once)"""
+    """held-out split that is reported ('validation' while choosing settings, so the test split is read once; the
+    cascade direction is then chosen on the problems it reports, the paper's post-hoc choice)"""
     tier: str = "hard"
     """difficulty tier of the held-out split ('all' for every tier)"""
     problems: int = 300

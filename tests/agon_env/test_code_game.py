@@ -1,6 +1,8 @@
 """The game on code: program extraction, the code grader, what the challenger is shown,
 and a full episode of `agon_env.env(domain="code")` with the sandbox grading it."""
 
+import re
+
 import pytest
 
 import agon_env
@@ -38,6 +40,7 @@ def easy():
     ("```python\nprint(1)\n```", None),  # a program outside the answer block is not graded
     ("<answer>```python\n```</answer>", None),
     ("\\boxed{print(1)}", None),  # a box is a math answer, never a program
+    ("<think>first try <answer>print(1)</answer></think>", None),  # an answer in the thinking is reasoning
 ])
 def test_extract_code(completion, code):
     assert extract_code(completion) == code
@@ -96,6 +99,23 @@ def test_problem_limits_are_used():
     assert [contest.grade(p, c).verdict for c in (nap, hog)] == ["timeout", "memory"]
     plain.close()
     contest.close()
+
+
+@pytest.mark.parametrize("metadata, msg", [
+    ({"time_limit": "2s"}, "problem 'limits': metadata['time_limit'] must be a positive number, got '2s'"),
+    ({"time_limit": -1}, "problem 'limits': metadata['time_limit'] must be a positive number, got -1"),
+    ({"memory_limit_bytes": "lots"}, "problem 'limits': metadata['memory_limit_bytes'] must be a positive number, got 'lots'"),
+    ({"time_limit": True}, "problem 'limits': metadata['time_limit'] must be a positive number, got True"),
+])
+def test_bad_problem_limits_are_named(metadata, msg):
+    p = Problem(id="limits", question="q", domain="code", tests=[{"input": "", "output": "1"}], metadata=metadata)
+    g = CodeGrader(use_problem_limits=True)
+    try:
+        with pytest.raises(ValueError, match=re.escape(msg)):
+            g.grade_batch([p], [fenced("print(1)")])
+        assert all(s.proc is None for s in g.sandbox._all)  # raised before any program ran
+    finally:
+        g.close()
 
 
 def test_registered_as_the_default_code_grader(easy):

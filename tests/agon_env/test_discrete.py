@@ -137,6 +137,32 @@ def test_errors_name_what_was_wrong():
         discrete.raw_env(visibility=1.5)
 
 
+@pytest.mark.parametrize("action", [np.array(2), np.array(2, dtype=np.uint8), np.int32(2), 2])
+def test_integer_numpy_actions_are_accepted(action):
+    """What `action_space.contains` accepts, as some RL libraries pass it (0-d arrays, numpy ints)."""
+    e = discrete.raw_env()
+    e.reset(seed=0, options={"drafter": "model_a"})
+    assert e.action_space("model_a").contains(action)
+    e.step(action)
+    assert e.draft[0] == 2 and e.agent_selection == "model_a"
+
+
+@pytest.mark.parametrize("action", [np.array(2.0), np.array([2]), np.float64(2.0), 2.0, np.True_, None])
+def test_other_actions_are_refused(action):
+    e = discrete.raw_env()
+    e.reset(seed=0)
+    with pytest.raises(ValueError, match=r"action for 'model_a' must be an int in 0\.\.7, got"):
+        e.step(action)
+
+
+@pytest.mark.parametrize("make", [discrete.env, discrete.parallel_env])
+def test_out_of_range_actions_get_the_envs_own_error_through_the_wrappers(make):
+    e = make()
+    e.reset(seed=0)
+    with pytest.raises(ValueError, match=r"action for 'model_a' must be an int in 0\.\.7, got 9"):
+        e.step({"model_a": 9, "model_b": 0} if make is discrete.parallel_env else 9)
+
+
 def test_render_ansi():
     e = discrete.raw_env(render_mode="ansi")
     play(e, {a: random_policy(N_ACTIONS) for a in AGENTS}, np.random.default_rng(0), seed=0)

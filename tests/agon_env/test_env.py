@@ -131,6 +131,9 @@ def test_bad_input_errors_leave_env_usable(small_problems):
     e.step(None)
     e.step(None)  # PettingZoo dead steps still work
     assert e.agents == []
+    for action in (None, "late"):  # the wrapper only warns here, as PettingZoo's OrderEnforcingWrapper does
+        with pytest.raises(RuntimeError, match="the episode is over; call reset"):
+            e.unwrapped.step(action)
     e.reset()
     assert e.agent_selection in agon_env.AGENTS
 
@@ -201,7 +204,7 @@ def test_bad_config(small_problems, kw, msg):
 
 
 def test_unicode_and_overlong_text(small_problems):
-    e = make(small_problems, max_chars=64)()
+    e = make(small_problems, max_chars=64, template="compact")()  # room in the prompt for some summary
     e.reset(seed=0)
     draft = "𝔸 emoji 🙂 and \ud800 surrogate" + "z" * 200 + "<answer>1</answer>"
     e.step(draft)
@@ -212,6 +215,32 @@ def test_unicode_and_overlong_text(small_problems):
     info = e.infos[e.unwrapped.challenger]
     assert info["clipped"] and info["length"] == 64
     assert e.infos[e.unwrapped.drafter]["clipped"]
+
+
+@pytest.mark.parametrize("template", ["default", "compact"])
+def test_a_long_summary_is_shortened_so_the_problem_stays_in_the_prompt(small_problems, template):
+    e = make(small_problems, max_chars=2000, template=template)()
+    e.reset(seed=0)
+    question, challenger = e.unwrapped.problem.question, e.unwrapped.challenger
+    e.step("Plan " + "x" * 1995)  # a summary as long as max_chars
+    obs = e.observe(challenger)
+    assert obs["prompt"].endswith(question + ("\nA:" if template == "compact" else "")) and len(obs["prompt"]) == 2000
+    assert obs["summary"].startswith("Plan x") and obs["summary"] in obs["prompt"] and len(obs["summary"]) < 2000
+    assert e.infos[challenger]["summary_clipped"]
+    e.step("<answer>1</answer>")
+    assert e.infos[challenger]["summary_clipped"] and "summary_clipped" not in e.infos[e.unwrapped.drafter]
+    e.reset()
+    e.step("short plan")
+    assert e.observe(e.unwrapped.challenger)["summary"] == "short plan"
+    assert not e.infos[e.unwrapped.challenger]["summary_clipped"]
+
+
+def test_a_template_longer_than_max_chars_shows_no_summary(small_problems):
+    e = make(small_problems, max_chars=40)()
+    e.reset(seed=0)
+    e.step("Plan: add.")
+    obs = e.observe(e.unwrapped.challenger)
+    assert obs["summary"] == "" and len(obs["prompt"]) == 40 and e.infos[e.unwrapped.challenger]["summary_clipped"]
 
 
 def test_render_shows_the_game(small_problems):

@@ -1,8 +1,11 @@
 """MathGrader: equivalence, boxed answers, the time bound (idle, under load, from threads and
-asyncio), and workers killed mid-batch."""
+asyncio), workers killed mid-batch, forked copies and bad arguments."""
 
 import asyncio
+import json
 import os
+import re
+import select
 import signal
 import subprocess
 import sys
@@ -41,6 +44,10 @@ def P(answer):
     ("42", "<think>the gold 42 appears here</think> but no answer tag", False),  # no stray-number credit
     ("-5", "<answer>-5</answer>", True),
     ("7", "so \\boxed{8} <answer>7</answer>", True),  # the tags win over a box
+    ("12", "<answer>1 2</answer>", False),  # whitespace between digits separates numbers
+    ("12", "<answer>1\n2</answer>", False),
+    ("1000", "<answer>1 000</answer>", True),  # a digit-group separator
+    ("x+1", "<answer>x + 1</answer>", True),
 ])
 def test_equivalence(grader, gold, completion, ok):
     assert grader.grade(P(gold), completion).correct is ok
@@ -59,6 +66,57 @@ def test_boxed_only_answers(grader):
     assert [g for (g, _), v in zip(RIGHT, right) if not v.correct] == KNOWN_MISSES  # 59 of 60 accepted
     assert [c for (_, c), v in zip(WRONG, wrong) if v.correct] == []  # 25 of 25 rejected
     assert not any(v.formatted for v in verdicts)  # φ needs the tags
+
+
+@pytest.mark.parametrize("gold, answer, ok", [
+    ("12", "1 2", False), ("12", "1\n2", False), ("12", "1  2", False), ("1 2", "1 2", True),
+    ("1000", "1 000", True), ("12345", "12 345", True), ("x+1", " x + 1 ", True), ("\\frac{1}{2}", "\\frac {1} {2}", True),
+])
+def test_exact_match_keeps_whitespace_between_digits(gold, answer, ok):
+    assert ExactMatchGrader().grade(P(gold), f"<answer>{answer}</answer>").correct is ok
+
+
+@pytest.mark.parametrize("kw, msg", [
+    ({"timeout": 0}, "timeout must be a positive number of seconds, got 0"),
+    ({"timeout": -1.0}, "timeout must be a positive number of seconds, got -1.0"),
+    ({"timeout": float("nan")}, "timeout must be a positive number of seconds, got nan"),
+    ({"workers": 0}, "workers must be an int >= 1 or None, got 0"),
+    ({"workers": 1.5}, "workers must be an int >= 1 or None, got 1.5"),
+    ({"spares": -1}, "spares must be an int >= 0, got -1"),
+])
+def test_bad_arguments_are_named(kw, msg):
+    with pytest.raises(ValueError, match=re.escape(msg)):
+        MathGrader(**kw)
+
+
+def test_a_forked_child_grades_with_its_own_workers(grader):
+    """A fork (a fork-based vector env, a multiprocessing pool) inherits no pool threads and
+    must not use, or stop, the parent's workers."""
+    batch = [P("x+1")] * 4, ["\\boxed{1+x}"] * 4
+    assert all(v.correct for v in grader.grade_batch(*batch))  # every pool thread and worker used in the parent
+    parents = set(grader._live)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+            v = grader.grade_batch([P("x^2+2x"), P("2")], ["\\boxed{x(x+2)}", "\\boxed{x}"])
+            os.write(w, json.dumps([[x.verdict for x in v], [k.proc.pid for k in grader._live]]).encode())
+            grader.close()  # the child's own workers only
+        finally:
+            os._exit(0)
+    os.close(w)
+    try:
+        got = os.read(r, 1000) if select.select([r], [], [], 90)[0] else b""  # b"": no reply in 90 s
+    finally:
+        os.close(r)
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    verdicts, child_workers = json.loads(got or b"null") or (None, [])
+    assert verdicts == ["correct", "wrong"], got
+    assert not {k.proc.pid for k in parents} & set(child_workers)  # the child started its own
+    assert set(grader._live) == parents and all(k.proc.poll() is None for k in parents)
+    assert all(v.correct for v in grader.grade_batch(*batch))
 
 
 def test_answer_format_tags_ignores_boxes():

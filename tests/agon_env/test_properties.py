@@ -4,6 +4,7 @@ import itertools
 import re
 from functools import cache
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -102,3 +103,24 @@ def test_env_takes_any_text_and_observations_fit_their_spaces(draft, response, s
     for agent in e.possible_agents:
         assert e.observation_space(agent).contains(e.observe(agent))
         assert e.infos[agent]["length"] <= 48 and e.terminations[agent]
+
+
+@given(st.lists(st.sampled_from(["<think>", "</think>", "a", " 7 ", "<answer>1</answer>", "\n"]), max_size=30))
+def test_drop_thinking_removes_the_blocks_the_regex_does(parts):
+    """drop_thinking finds blocks by str.find (linear); it must remove what `<think>.*?</think>` would."""
+    from agon_env.rules import drop_thinking
+
+    text = "".join(parts)
+    want = re.sub(r"<think>.*?</think>", "", text, flags=re.S)
+    if "</think>" in want:
+        want = want.rsplit("</think>", 1)[1]
+    assert drop_thinking(text) == want.split("<think>", 1)[0]
+
+
+@pytest.mark.timeout(20)
+def test_many_unclosed_openers_do_not_hang_the_rules():
+    """The regex rescanned to the end from each of 300k openers (minutes); drop_thinking is linear."""
+    from agon_env.rules import drop_thinking, format_ok
+
+    text = "<think>x" * 300_000 + "<answer>1</answer>"
+    assert drop_thinking(text) == "" and extract_answer(text) is None and not format_ok(text)

@@ -1,6 +1,7 @@
 import ast
 import inspect
 import itertools
+import re
 import time
 
 import pytest
@@ -51,6 +52,22 @@ def test_length_tiebreak_only_when_both_right_and_shorter():
             assert r - base == (0.25 if (ca and cb and lb < la) else 0.0)
 
 
+@pytest.mark.parametrize("field, value", [
+    ("format_weight", "0.5"), ("format_weight", float("nan")), ("format_weight", True), ("format_weight", None),
+    ("length_tiebreak", float("inf")), ("length_tiebreak", "0"), ("length_tiebreak", [0.1]),
+])
+def test_reward_config_needs_finite_real_numbers(field, value):
+    with pytest.raises(ValueError, match=re.escape(f"RewardConfig {field} must be a finite real number, got {value!r}")):
+        RewardConfig(**{field: value})
+
+
+def test_reward_config_accepts_ints_and_numpy_numbers():
+    import numpy as np
+
+    assert pay(RewardConfig(format_weight=np.float32(0.25), length_tiebreak=1), {"correct": True, "formatted": True},
+               {"correct": True, "formatted": True}).drafter_reward == 2.25
+
+
 def test_unknown_scheme_is_named():
     with pytest.raises(ValueError, match="reward scheme must be one of"):
         challenger_reward("bogus", 1, 1, 1)
@@ -91,6 +108,14 @@ def test_answer_extraction_and_format():
     assert not format_ok("3")
 
 
+def test_format_term_counts_answer_blocks_outside_the_thinking():
+    assert not format_ok("<think><answer>3</answer></think>")
+    assert not format_ok("<think>cut off <answer>3</answer>")
+    assert format_ok("<think>draft <answer>3</answer></think>so<answer>4</answer>")
+    assert format_ok("prompt-side reasoning</think>s<answer>3</answer>")
+    assert not format_ok("<answer>3</answer></think>s")
+
+
 @pytest.mark.parametrize("completion, tags, boxed, either", [
     ("<answer>7</answer>", "7", None, "7"),
     ("so \\boxed{7}.", None, "7", "7"),
@@ -108,6 +133,11 @@ def test_answer_extraction_and_format():
     ("\\boxed{3} and finally \\boxed{\\frac{1}{2", None, "3", "3"),  # the last balanced one
     ("\\boxed{}", None, None, None),
     ("the answer is 42", None, None, None),
+    ("<think>it is <answer>5</answer></think>not sure", None, None, None),  # tags in thinking are no answer
+    ("<think>cut off, <answer>5</answer> maybe", None, None, None),  # nor in an unclosed <think>
+    ("prompt-side <answer>5</answer></think>so", None, None, None),  # nor before a lone </think>
+    ("<think><answer>4</answer></think>so <answer>5</answer>", "5", None, "5"),
+    ("<think><answer>4</answer></think>so \\boxed{5}", None, "5", "5"),
 ])
 def test_answer_formats(completion, tags, boxed, either):
     got = [extract_answer(completion, f) for f in ANSWER_FORMATS]

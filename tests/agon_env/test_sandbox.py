@@ -76,6 +76,17 @@ def test_call_based(sandbox):
     assert r.verdict == "runtime_error" and "no function 'add'" in r.tests[0]["stderr"]
 
 
+def test_call_based_keeps_booleans_apart_from_numbers(sandbox):
+    """JSON's true is not 1, though Python's True == 1."""
+    def verdict(value, expected):
+        return run(sandbox, f"def f(): return {value}", [{"fn_name": "f", "args": [], "expected": expected}]).verdict
+
+    assert [verdict("True", 1), verdict("1", True), verdict("[0, True]", [0, 1]), verdict("{'a': False}", {"a": 0}),
+            verdict("True", [1])] == ["wrong_answer"] * 5
+    assert [verdict("True", True), verdict("[1, 2.0]", [1.0, 2]), verdict("False", [False]),
+            verdict("{'a': [True]}", {"a": [True]})] == ["passed"] * 4
+
+
 def test_stderr_never_changes_a_passing_verdict(sandbox):
     code = "import sys\nsys.stderr.write('MemoryError File too large')\n" + CORRECT
     assert run(sandbox, code).verdict == "passed"

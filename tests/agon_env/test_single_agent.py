@@ -1,5 +1,8 @@
 """The single-agent Gymnasium wrapper: API checkers, roles, and reward attribution in both roles."""
 
+import pickle
+import re
+
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
@@ -84,6 +87,56 @@ def test_rival_pool_is_sampled_per_episode():
     env = SingleAgentEnv([counting("a"), counting("b")], role="challenger")
     _run(env, random_policy(N_ACTIONS), 100, seed=0)
     assert calls["a"] > 50 and calls["b"] > 50
+
+
+@pytest.mark.parametrize("action", [2.9, "3", np.array(2.5), [1], N_ACTIONS, -1, None])
+def test_step_refuses_what_the_action_space_does_not_contain(action):
+    env = SingleAgentEnv(random_policy(N_ACTIONS), role="drafter")
+    env.reset(seed=0)
+    before = env.env.draft.copy(), env.env.step_index
+    with pytest.raises(ValueError, match=rf"action must be in Discrete\({N_ACTIONS}\), got {re.escape(repr(action))}"):
+        env.step(action)
+    assert (env.env.draft.tolist(), env.env.step_index) == (before[0].tolist(), before[1])
+
+
+@pytest.mark.parametrize("action", [np.array(2), np.int64(2), 2])
+def test_step_takes_integer_numpy_actions(action):
+    env = SingleAgentEnv(random_policy(N_ACTIONS), role="drafter")
+    env.reset(seed=0)
+    env.step(action)
+    assert env.env.draft[0] == 2
+
+
+def test_step_before_reset_says_to_reset():
+    with pytest.raises(RuntimeError, match="call reset\\(\\) before step\\(\\)"):
+        SingleAgentEnv(random_policy(N_ACTIONS)).step(0)
+
+
+def test_a_rival_that_raises_during_reset_changes_nothing():
+    broken = {"on": False}
+
+    def rival(obs, rng):
+        if broken["on"]:
+            raise RuntimeError("rival down")
+        return int(rng.integers(N_ACTIONS))
+
+    env = SingleAgentEnv(rival, role="challenger")  # the rival drafts, so it acts inside reset
+    env.reset(seed=3)
+    state = lambda: pickle.dumps((env.np_random.bit_generator.state, {k: v for k, v in vars(env.env).items()  # noqa: E731
+                                                                      if not k.startswith(("_obs", "_act"))}))
+    before = state()
+    broken["on"] = True
+    for seed in (None, 8):
+        with pytest.raises(RuntimeError, match="rival down"):
+            env.reset(seed=seed)
+        assert state() == before
+    fresh = SingleAgentEnv(rival)
+    with pytest.raises(RuntimeError, match="rival down"):
+        fresh.reset(seed=1)  # model_b drafts after an odd seed
+    with pytest.raises(RuntimeError, match="call reset"):
+        fresh.step(0)
+    broken["on"] = False
+    assert env.step(0)[2]  # the episode that was running goes on: the challenger's one step ends it
 
 
 def test_errors():
