@@ -18,7 +18,6 @@ REWARD_SCHEMES = ("agon", "cooperative", "margin", "zero_sum")
 SUMMARY_MODES = ("paper", "full", "with_answer")
 ANSWER_FORMATS = ("tags", "boxed", "tags_or_boxed")
 
-_ANSWER_BLOCK = re.compile(r"<answer>(.*?)</answer>", re.S)
 _BOX_OR_BRACE = re.compile(r"\\(?:boxed|fbox)\s*\{|[{}]")
 
 
@@ -62,6 +61,21 @@ def last_boxed(text: str) -> str | None:
     return text[begin:close].strip() or None
 
 
+def _answer_blocks(text: str) -> list[tuple[int, int]]:
+    """(start, end) of every closed `<answer>…</answer>` block, first closer wins, as the regex
+    `<answer>(.*?)</answer>` finds them, but in one pass: that regex retries every later opener
+    to the end of the text, which took 10 s for 10 000 unclosed openers."""
+    spans, i = [], 0
+    while (start := text.find("<answer>", i)) >= 0 and (close := text.find("</answer>", start + 8)) >= 0:
+        spans.append((start, close + 9))
+        i = close + 9
+    return spans
+
+
+def _answer_contents(text: str) -> list[str]:
+    return [text[start + 8:end - 9] for start, end in _answer_blocks(text)]
+
+
 # ---------------------------------------------------------------- summary channel
 def drop_thinking(text: str) -> str:
     """Remove private reasoning.
@@ -90,7 +104,11 @@ def _until_stable(cut: Callable[[str], str], text: str) -> str:
 
 
 def _cut_answers(text: str) -> str:
-    text = _ANSWER_BLOCK.sub("", text)
+    kept, i = [], 0
+    for start, end in _answer_blocks(text):
+        kept.append(text[i:start])
+        i = end
+    text = "".join(kept) + text[i:]
     if "<answer>" in text:
         text = text.split("<answer>", 1)[0]
     return _strip_boxes(text)
@@ -157,7 +175,7 @@ def extract_answer(completion: str, answer_format: str = "tags_or_boxed") -> str
     check_answer_format(answer_format)
     text = drop_thinking(completion)
     if answer_format != "boxed":
-        found = _ANSWER_BLOCK.findall(text)
+        found = _answer_contents(text)
         if found:
             return found[-1].strip() or None
         if answer_format == "tags":
@@ -172,7 +190,7 @@ def format_ok(completion: str) -> bool:
     The paper's format, whatever `answer_format` the grader reads: a boxed-only answer can
     be correct, but only the tags earn φ.
     """
-    found = _ANSWER_BLOCK.findall(drop_thinking(completion))
+    found = _answer_contents(drop_thinking(completion))
     if len(found) != 1 or not found[0].strip():
         return False
     return completion.count("<think>") == completion.count("</think>") or (

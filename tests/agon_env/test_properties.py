@@ -124,3 +124,15 @@ def test_many_unclosed_openers_do_not_hang_the_rules():
 
     text = "<think>x" * 300_000 + "<answer>1</answer>"
     assert drop_thinking(text) == "" and extract_answer(text) is None and not format_ok(text)
+
+
+@given(st.lists(st.sampled_from(["<answer>", "</answer>", "a", " 7 ", "\n"]), max_size=30))
+def test_answer_blocks_are_the_ones_the_regex_finds(parts):
+    """Answer blocks are found by str.find (linear); they must be what `<answer>(.*?)</answer>` finds."""
+    from agon_env.rules import _cut_answers, format_ok
+
+    text = "".join(parts)
+    blocks = re.findall(r"<answer>(.*?)</answer>", text, re.S)
+    assert extract_answer(text, "tags") == ((blocks[-1].strip() or None) if blocks else None)
+    assert format_ok(text) == (len(blocks) == 1 and bool(blocks[0].strip()))
+    assert _cut_answers(text) == re.sub(r"<answer>.*?</answer>", "", text, flags=re.S).split("<answer>", 1)[0]

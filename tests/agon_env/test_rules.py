@@ -161,6 +161,13 @@ def test_hostile_boxes_are_scanned_in_linear_time():
     assert time.perf_counter() - t < 5.0
 
 
+def test_hostile_answer_tags_are_scanned_in_linear_time():
+    t = time.perf_counter()
+    for text in ("<answer>" * 300_000, "<answer>" * 300_000 + "</answer>", "</answer><answer>" * 150_000):
+        extract_answer(text, "tags"), format_ok(text), summarize(text)
+    assert time.perf_counter() - t < 5.0  # `<answer>(.*?)</answer>` took 10 s for 10 000 openers
+
+
 @pytest.mark.parametrize("draft", [
     "\\bo\\boxed{x}xed{SECRET}",  # removing one box must not splice another together
     "<ans<answer>x</answer>wer>SECRET</answer>",
