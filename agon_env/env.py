@@ -207,7 +207,7 @@ class raw_env(AgonAEC):
             prompt = self.game.drafter_prompts([self.problem])[0] if self.draft is None else ""
         else:
             prompt = "" if self.draft is None or self.response is not None else \
-                self.game.template.challenger_prompt(self.problem.question, self.summary)
+                self.game.challenger_prompt(self.problem.question, self.summary)
         fit = lambda s: spaces.fit_text(s, self.max_chars)  # noqa: E731
         prompt = fit(prompt)
         return {
@@ -230,7 +230,7 @@ class raw_env(AgonAEC):
             self.draft, self._clipped[agent] = action, clipped
             summary = self.game.summarize(action, self.problem.domain)
             # The problem comes after the summary in the templates: shorten the summary, not the problem.
-            room = self.max_chars - len(self.game.template.challenger_prompt(self.problem.question, ""))
+            room = self.max_chars - len(self.game.challenger_prompt(self.problem.question, ""))
             self.summary = summary[:max(room, 0)]
             self.infos[self.challenger]["summary_clipped"] = len(self.summary) < len(summary)
             self.agent_selection = self.challenger

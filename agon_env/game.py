@@ -78,6 +78,7 @@ class AgonGame:
             raise ValueError(f"summary must be one of {SUMMARY_MODES}, got {self.summary!r}")
         self.rewards = RewardConfig(self.reward, self.format_weight, self.length_tiebreak)
         self.template = get_template(self.template)
+        self.challenger_prompt("", "")  # a template that cannot say what this summary mode shows fails here
         if self.answer_format is not None:
             check_answer_format(self.answer_format)
         if self.grader is None:
@@ -95,10 +96,14 @@ class AgonGame:
     def drafter_prompts(self, problems: Sequence["Problem"]) -> list[str]:
         return [self.template.drafter_prompt(p.question) for p in problems]
 
+    def challenger_prompt(self, question: str, summary: str) -> str:
+        """The challenger's prompt for `question` and a summary made by this game's summary mode."""
+        return self.template.challenger_prompt(question, summary, self.summary)
+
     def challenger_prompts(self, problems: Sequence["Problem"], drafts: Sequence[str]) -> list[str]:
         """The prompt each challenger reads: its problem and its own draft's summary, withheld by
         the problem's own domain (a code draft's program never reaches the challenger)."""
-        return [self.template.challenger_prompt(p.question, self.summarize(d, p.domain)) for p, d in zip(problems, drafts)]
+        return [self.challenger_prompt(p.question, self.summarize(d, p.domain)) for p, d in zip(problems, drafts)]
 
     def score(self, problems: Sequence["Problem"], drafts: Sequence[str], responses: Sequence[str]) -> list[GameResult]:
         """Grade every draft and response in one batch and pay both players."""

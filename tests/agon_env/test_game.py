@@ -103,3 +103,27 @@ def test_summary_withholds_boxes_and_tags_whatever_the_format():
         game = AgonGame(grader=ExactMatchGrader(fmt))
         assert game.summarize(draft) == "Added."
         assert "Added." in game.challenger_prompts([P], [draft])[0]
+
+
+@pytest.mark.parametrize("template", ["default", "code"])
+def test_the_challenger_is_told_what_its_summary_mode_shows(template):
+    draft = "<think>one and one</think>Added. <answer>2</answer>"
+    said = {}
+    for mode in ("paper", "with_answer", "full"):
+        (prompt,) = AgonGame(summary=mode, template=template, grader=ExactMatchGrader()).challenger_prompts([P], [draft])
+        said[mode] = prompt.split("\n")[0]
+        assert ("<answer>2</answer>" in prompt) == (mode != "paper") and ("one and one" in prompt) == (mode == "full")
+    assert "hidden" in said["paper"] and ("answer" in said["paper"] or "code" in said["paper"])
+    assert "thinking is hidden" in said["with_answer"] and "are below" in said["with_answer"]
+    assert "hidden" not in said["full"] and "thinking included" in said["full"]
+
+
+def test_a_template_that_cannot_say_what_a_mode_shows_is_refused():
+    from agon_env.prompts import PromptTemplate
+
+    mine = PromptTemplate("mine", "{question}", "{disclosure} {summary} {question}", disclosure=(("paper", "hidden"),))
+    assert AgonGame(template=mine).challenger_prompt("q", "s") == "hidden s q"
+    with pytest.raises(ValueError, match="template 'mine' has no disclosure for summary mode 'full'"):
+        AgonGame(template=mine, summary="full")
+    plain = PromptTemplate("plain", "{question}", "{summary}|{question}")  # no {disclosure}: as before
+    assert AgonGame(template=plain, summary="full").challenger_prompt("q", "s") == "s|q"
