@@ -46,6 +46,7 @@ Plane are shown as U+FFFD and text past `max_chars` is cut.
   text before a lone `</think>` is reasoning too) and the final answer withheld (every
   `<answer>` block and every `\\boxed{}`, whatever `answer_format` is).
 - `"with_answer"`: thinking dropped, answer kept.  `"full"`: the whole draft.
+The challenger's prompt says which (a template's `disclosure` line for the mode).
 
 ## Answers (`answer_format=`)
 How the grader finds a completion's final answer, always outside the thinking (a tag or box
