@@ -58,7 +58,7 @@ class Args(LearnerArgs):
     length_tiebreak: float = 0.0
     """λ′: bonus for a right challenger shorter than a right drafter"""
     summary: SummaryMode = "paper"
-    """what the challenger reads: 'paper' (thinking dropped, answer withheld), 'with_answer' or 'full'"""
+    """what the challenger reads: 'paper' (thinking dropped, answer withheld), 'with_answer' or 'full'; its prompt says which"""
     challenger_baseline: Literal["group", "draft"] = "group"
     """the challenger's advantage baseline: 'group' (the paper: all N answers to the problem) or 'draft' (a
     variant: only the answers that read equally right drafts, so a right draft's credit does not flow to its reader)"""
