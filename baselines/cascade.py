@@ -90,7 +90,8 @@ def main(args: Args) -> dict:
     if set(policies) != {"A", "B"}:
         raise SystemExit(f"error: --model {args.model!r} is a single-model run; a cascade needs a pair "
                          f"(see `python -m baselines.single_model` for a model reading its own draft)")
-    cfg = replace(args.with_run_eval(run), greedy=True)
+    # greedy is reported whatever the run did, unless this command line says --eval.no-greedy
+    cfg = args.with_run_eval(replace(run, eval=replace(run.eval, greedy=True)))
     data = replace(run, problems=args.problems)
     validation = data.load("validation", cfg.tier, cfg.problems)
     test = data.load("test", cfg.tier, cfg.problems)

@@ -2,9 +2,12 @@
 
 A group's advantage is zero when its rewards are all equal. A group whose correctness is
 mixed carries the signal the method is after; a group whose correctness is constant but
-whose rewards still vary gets its spread from the format term alone, and then reinforces
-formatted wrong answers over malformed ones. The learners log these per step, and
-`benchmarks.headroom` measures them before any training.
+whose rewards still vary (`format_only`) gets its spread from the format term, and then
+reinforces formatted wrong answers over malformed ones. In an Agon challenger's groups the
+spread can also come from terms that depend on the draft each answer read (the conversion
+bonus between right answers to right and to wrong drafts, the length tiebreak), which this
+count cannot tell from format. The learners log these per step, and `benchmarks.headroom`
+measures them before any training.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ import tyro
 from .policy import load_hf, save_hf
 from .policy.adapters import check_vllm_adapter
 from .policy.lora import LoraPolicy
-from .runs import load_run
+from .runs import is_run_dir, load_run
 
 VLLM_DEFAULT_MAX_RANK = 16  # `--max-lora-rank` must be raised above this for larger ranks
 
@@ -71,34 +71,42 @@ def _serves_as_is(base: str) -> bool:
 def export_run(run_dir: str | Path, out: str | Path, base_name: str | None = None, with_base: bool = False) -> dict:
     """Write `run_dir`'s trained policies to `out` (see the module docstring); returns export.json's content."""
     run_dir, out = Path(run_dir), Path(out)
+    if not is_run_dir(run_dir):
+        raise SystemExit(f"error: RUN_DIR {str(run_dir)!r} is not a learner's run directory (it needs config.json and "
+                         f"metrics.jsonl, as agon_grpo and grpo write them)")
     policies = load_run(run_dir, device="cpu", backend="hf")
+    adapters = {n: p for n, p in policies.items() if isinstance(p, LoraPolicy)}
+    if not adapters and (base_name or with_base):
+        raise SystemExit(f"error: --base-name / --with-base are for LoRA runs; {run_dir}'s policies are full "
+                         f"models, each exported whole")
     out.mkdir(parents=True, exist_ok=True)
     manifest: dict = {"run": str(run_dir), "policies": {}}
-    adapters = {n: p for n, p in policies.items() if isinstance(p, LoraPolicy)}
+    run_base = None
     for name, pol in policies.items():
         pol.save(out / name)
         if name in adapters:
+            cfg = check_vllm_adapter(out / name)
+            run_base = cfg["base_model_name_or_path"]  # what the run read: --with-base writes this, not base_name
             if base_name:
                 _set_base(out / name, base_name)
-            cfg = check_vllm_adapter(out / name)
             manifest["policies"][name] = {"format": "peft-lora", "path": name, "r": cfg["r"],
-                                          "base": cfg["base_model_name_or_path"]}
+                                          "base": base_name or run_base}
         else:
             manifest["policies"][name] = {
                 "format": "transformers", "path": name,
                 "load": f"AutoModelForCausalLM.from_pretrained('{out / name}'), "
                         f"PreTrainedTokenizerFast.from_pretrained('{out / name}')"}
     if adapters:
-        manifest.update(_adapter_commands(out, manifest["policies"], adapters, with_base))
+        manifest.update(_adapter_commands(out, manifest["policies"], adapters, with_base, run_base))
     (out / "export.json").write_text(json.dumps(manifest, indent=2) + "\n")
     return manifest
 
 
-def _adapter_commands(out: Path, entries: dict, adapters: dict, with_base: bool) -> dict:
-    """The base vLLM serves (written to OUT/base if asked) and the PEFT / vLLM commands."""
+def _adapter_commands(out: Path, entries: dict, adapters: dict, with_base: bool, run_base: str) -> dict:
+    """The base vLLM serves (`run_base` written to OUT/base if asked) and the PEFT / vLLM commands."""
     base = entries[next(iter(adapters))]["base"]
     if with_base:
-        m, tok = load_hf(base, "cpu")  # the frozen base again, as the run read it (a GGUF is dequantized)
+        m, tok = load_hf(run_base, "cpu")  # the frozen base again, as the run read it (a GGUF is dequantized)
         save_hf(m, tok, out / "base")
         base = str(out / "base")
     rank = max(entries[n]["r"] for n in adapters)

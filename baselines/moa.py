@@ -126,9 +126,10 @@ def evaluate_moa(models: dict[str, Policy], problems: Sequence[Problem], game: A
     _, proposal_verdicts = game.grade_solo([p for p in reps for _ in range(moa.k)], [t for ps in proposals for t in ps])
     right = [v.correct for v in proposal_verdicts]
     any_right = [any(right[i * moa.k:(i + 1) * moa.k]) for i in range(len(reps))]
-    return summary_row(moa.name, [v.correct for v in verdicts], [len(g.completion_ids) for g in finals.gens], None, samples=1,
-                    proposal_pass=sum(right) / max(len(right), 1), any_proposal_right=sum(any_right) / max(len(reps), 1),
-                    calls_per_answer=moa.k * moa.layers + 1)
+    # reps is problem-major, cfg.samples runs each: per_problem then holds one mean per problem
+    return summary_row(moa.name, [v.correct for v in verdicts], [len(g.completion_ids) for g in finals.gens], None,
+                       samples=cfg.samples, proposal_pass=sum(right) / max(len(right), 1),
+                       any_proposal_right=sum(any_right) / max(len(reps), 1), calls_per_answer=moa.k * moa.layers + 1)
 
 
 def main(args: Args) -> dict:

@@ -99,8 +99,9 @@ def final_table(run_path: Path, learner: str, args, before: list[dict], after: l
     n = after[0]["n"]
     # the 10-minute budgets are for training; the rest of the wall time is evaluation and loading
     train_s = sum(r["step_time"] for r in history if "step_time" in r)
+    # the problems evaluated, not --eval.problems, which a split with fewer problems does not fill
     lines = [f"{learner}: held-out {args.eval.tier} tier, {n} samples per row "
-             f"({args.eval.problems} problems × {args.eval.samples}), 95% Clopper-Pearson intervals; "
+             f"({n // args.eval.samples} problems × {args.eval.samples}), 95% Clopper-Pearson intervals; "
              f"{wall_s:.0f} s wall, {train_s:.0f} s of it in training steps.",
              "Δ: after − before in points, with a 95% paired bootstrap interval that resamples problems "
              "(both evaluations see the same problems).",

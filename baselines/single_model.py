@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Literal, Sequence
 
 from agon_env.game import AgonGame
-from agon_env.prompts import INSTRUCTIONS, PromptTemplate
+from agon_env.prompts import CODE_INSTRUCTIONS, INSTRUCTIONS, PromptTemplate
 from problems.record import Problem
 
 from .config import EvalConfig, InferenceArgs, LearnerArgs, policy_template
@@ -39,6 +39,11 @@ REFINE = {
         "Below is your own earlier solution to this problem, with its final answer. It may be "
         "wrong. Check every step critically, fix any mistake, and solve the problem again.\n\n"
         "Your earlier solution:\n{summary}\n\n" + INSTRUCTIONS + "\n\nProblem: {question}"
+    ),
+    "code": (
+        "Below is your own earlier solution to this problem, with its program. It may be wrong. Check "
+        "every step critically, fix any mistake, and solve the problem again.\n\n"
+        "Your earlier solution:\n{summary}\n\n" + CODE_INSTRUCTIONS + "\n\nProblem:\n{question}"
     ),
     "compact": "D:{summary}\nQ:{question}\nA:",
 }
@@ -95,15 +100,19 @@ def main(args: Args) -> list[dict]:
             raise SystemExit(f"error: --model {args.model!r} is a pair run; pass a grpo run or one model")
         policy, run = next(iter(policies.values())), run_args(args.model)
     else:
+        if len(args.model_spec().parts) != 1 or args.model == "tiny":
+            raise SystemExit(f"error: --model {args.model!r} is a pair; pass one model ('tiny:a', 'tiny:b', a path, "
+                             f"a hub name or a grpo run), or use `python -m baselines.cascade` for a pair")
         run = LearnerArgs(model=args.model, template=args.template)
         policy = load_policy(args.model_spec(), device=args.device, backend=args.backend, seed=args.seed,
                              reference=False, dtype=args.dtype)
         policy.name = args.model
     if args.template != "auto":
         run = replace(run, template=args.template)
-    game = run.game(model_template=policy_template([policy]), format_weight=run.format_weight)
     cfg = replace(args.with_run_eval(run), greedy=False)
     problems = replace(run, problems=args.problems).load(args.split, cfg.tier, cfg.problems)
+    # the problems' domain picks the 'auto' template ('code' for code problems), as the learners do
+    game = run.game(problems[0].domain, policy_template([policy]), format_weight=run.format_weight)
     rows = [EVALUATORS[m](policy, problems, game, cfg, args.seed) for m in methods]
 
     table = markdown_table([{"method": r["method"], "pass@1": f"{100 * r['pass@1']:.1f}",

@@ -107,3 +107,40 @@ def test_load_run_restores_the_trained_weights(tmp_path):
     untrained = load_policy("tiny:a", device="cpu", backend="hf", reference=False)
     assert all(torch.equal(p, s) for p, s in zip(trained.parameters(), saved))
     assert any(not torch.equal(p, u) for p, u in zip(trained.parameters(), untrained.parameters()))
+
+
+@pytest.mark.parametrize("argv,greedy", [([], True), (["--eval.no-greedy"], False)])
+def test_cli_reports_greedy_unless_told_not_to(tmp_path, monkeypatch, argv, greedy):
+    from baselines import cascade
+
+    seen = {}
+
+    def stop(a, b, validation, test, game, cfg, seed):
+        seen["greedy"] = cfg.greedy
+        raise SystemExit(0)
+
+    monkeypatch.setattr(cascade, "cascade_report", stop)
+    with pytest.raises(SystemExit):
+        cascade.main(cascade.Args.cli(["--eval.problems", "1", "--device", "cpu", "--backend", "hf",
+                                       "--out-dir", str(tmp_path), *argv]))
+    assert seen["greedy"] is greedy  # --eval.no-greedy was overridden to True
+
+
+def test_single_model_prompts_code_problems_with_the_code_template(tmp_path, monkeypatch):
+    from baselines import single_model
+
+    pol = ScriptedPolicy("M", lambda p: ans(0))
+    monkeypatch.setattr(single_model, "load_policy", lambda *a, **k: pol)
+    single_model.main(single_model.Args(model="smollm2", problems="code_easy", out_dir=str(tmp_path),
+                                        eval=EvalConfig(tier="all", problems=1, samples=1)))
+    drafts = [p for p in pol.seen if p.startswith("Think")]
+    assert drafts and all("Python 3 program" in p for p in drafts)  # was the math template's instructions
+    assert any(p.startswith("Below is your own earlier solution") and "Python 3 program" in p for p in pol.seen)
+
+
+@pytest.mark.parametrize("model", ["tiny", "tiny:a,tiny:b"])
+def test_single_model_refuses_a_pair_naming_the_option(model):
+    from baselines import single_model
+
+    with pytest.raises(SystemExit, match="--model .* is a pair"):
+        single_model.main(single_model.Args(model=model))

@@ -141,3 +141,32 @@ def test_smollm2_adapters_round_trip_through_plain_peft(tmp_path):
         got = _logprobs(HFPolicy(reloaded, a.tokenizer), ids)
         assert (got - want[name]).abs().max().item() < 1e-4, name
     assert (want["A"] - want["B"]).abs().max().item() > 1e-3  # two different adapters, each reloaded as itself
+
+
+def test_with_base_writes_the_runs_own_base_even_when_the_adapters_name_a_hub_base(small_base, tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    a, b = load_pair(small_base, lora_rank=4, device="cpu", backend="hf")
+    run = _write_run(tmp_path / "run", small_base, {"A": a, "B": b}, group_size=2, lora_rank=4)
+    # offline, loading the hub name failed; online it would have written a different model as the base
+    manifest = export_run(run, tmp_path / "out", base_name="Qwen/Qwen3-0.6B", with_base=True)
+    assert manifest["base"] == str(tmp_path / "out" / "base") and manifest["policies"]["A"]["base"] == "Qwen/Qwen3-0.6B"
+    want = AutoModelForCausalLM.from_pretrained(small_base).state_dict()
+    got = AutoModelForCausalLM.from_pretrained(tmp_path / "out" / "base").state_dict()
+    assert want.keys() == got.keys() and all(torch.equal(want[k], got[k]) for k in want)
+
+
+@pytest.mark.parametrize("opts", [dict(with_base=True), dict(base_name="Qwen/Qwen3-0.6B")])
+def test_base_options_on_a_full_model_run_are_refused(tmp_path, opts):
+    trained = {"policy": load_policy("tiny:a", device="cpu", backend="hf", reference=False)}
+    run = _write_run(tmp_path / "run", "tiny", trained, policy="a", lora_rank=16)
+    with pytest.raises(SystemExit, match="--base-name / --with-base are for LoRA runs"):
+        export_run(run, tmp_path / "out", **opts)
+    assert not (tmp_path / "out").exists()  # refused before anything is written
+
+
+def test_a_directory_that_is_not_a_run_is_refused_by_name(tmp_path):
+    (tmp_path / "model").mkdir()
+    with pytest.raises(SystemExit, match="'.*model' is not a learner's run directory"):
+        export_run(tmp_path / "model", tmp_path / "out")
+    assert not (tmp_path / "out").exists()

@@ -84,3 +84,10 @@ def test_cli_rejects_an_unknown_summary_mode_naming_the_choices():
 
     r = subprocess.run([sys.executable, "-m", "baselines.moa", "--show", "all"], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 2 and "--show" in r.stderr and "with_answer" in r.stderr
+
+
+def test_per_problem_has_one_mean_per_problem_over_its_runs():
+    game = AgonGame(template="compact", grader=ExactMatchGrader())
+    agg = ScriptedPolicy("A", lambda p: ans(7) if p.startswith("D:") and p.endswith("Q:1*7\nA:") else ans(0))
+    row = evaluate_moa({"A": agg, "B": agg}, PROBLEMS, game, MoAConfig(), EvalConfig(samples=4), 0)
+    assert row["per_problem"] == [1.0, 0.0, 0.0] and row["n"] == 12  # was one entry per run: 12, not 3

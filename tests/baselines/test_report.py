@@ -61,3 +61,11 @@ def test_slice_rows_reads_the_first_problems_and_names_a_short_row():
     assert slice_rows(rows, 2, "eval/") == {"eval/A": 0.5} and slice_rows(rows, 4, "eval/") == {"eval/A": 0.625}
     with pytest.raises(ValueError, match="'A' has 4 per-problem results, needs 5"):
         slice_rows(rows, 5, "eval/")
+
+
+def test_final_table_counts_the_problems_evaluated_not_the_ones_asked_for(tmp_path):
+    args = LearnerArgs()
+    args.eval.problems = 1000  # the hard test split holds 600
+    r = row("GRPO", 0.3, n=2400, per_problem=[0.3] * 600)
+    final_table(tmp_path, "grpo", args, [r], [r], None, [], 1.0)
+    assert "2400 samples per row (600 problems × 4)" in (tmp_path / "summary.md").read_text()
