@@ -86,15 +86,15 @@ def main(args: Args) -> dict:
     t0 = time.perf_counter()
     args.check()
     args.seed_everything()
-    policies, game, run = load_models(args)
+    policies, play, run = load_models(args)
     if set(policies) != {"A", "B"}:
         raise SystemExit(f"error: --model {args.model!r} is a single-model run; a cascade needs a pair "
                          f"(see `python -m baselines.single_model` for a model reading its own draft)")
     # greedy is reported whatever the run did, unless this command line says --eval.no-greedy
     cfg = args.with_run_eval(replace(run, eval=replace(run.eval, greedy=True)))
-    data = replace(run, problems=args.problems)
-    validation = data.load("validation", cfg.tier, cfg.problems)
-    test = data.load("test", cfg.tier, cfg.problems)
+    validation = run.load("validation", cfg.tier, cfg.problems)
+    test = run.load("test", cfg.tier, cfg.problems)
+    game = play(test[0].domain)  # 'auto' picks the code template for code problems, as the learners do
     report = cascade_report(policies["A"], policies["B"], validation, test, game, cfg, args.seed)
 
     table = report_table(report)

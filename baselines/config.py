@@ -284,12 +284,15 @@ class LearnerArgs(BaseArgs):
 class InferenceArgs(BaseArgs):
     """Options shared by the inference-only methods (cascade, MoA, self-refinement).
 
-    Given a learner's run directory, a method evaluates with that run's `--eval.*` settings,
-    except for the ones its command line gives (`cli` records them, so a flag given at its
-    default value counts too) and, for arguments built in code, any value other than the default."""
+    Given a learner's run directory, a method evaluates on that run's problem source with its
+    `--eval.*` settings, except for what its command line gives (`cli` records it, so a flag
+    given at its default value counts too) and, for arguments built in code, any value other
+    than the default."""
 
     eval_given: tyro.conf.Suppress[tuple[str, ...]] = ()
     """the `--eval.*` fields the command line gave (set by `cli`, not an option)"""
+    problems_given: tyro.conf.Suppress[bool] = False
+    """whether the command line gave --problems (set by `cli`, not an option)"""
 
     @classmethod
     def cli(cls, argv: list[str] | None = None):
@@ -301,7 +304,13 @@ class InferenceArgs(BaseArgs):
             if a.startswith("--eval."):
                 name = a[len("--eval."):].split("=", 1)[0].replace("-", "_")
                 given.add(name if name in names else name.removeprefix("no_"))  # --eval.no-greedy
-        return dataclasses.replace(tyro.cli(cls, args=argv), eval_given=tuple(sorted(given & names)))
+        problems = any(a == "--problems" or a.startswith("--problems=") for a in argv)
+        return dataclasses.replace(tyro.cli(cls, args=argv), eval_given=tuple(sorted(given & names)),
+                                   problems_given=problems)
+
+    def problem_source(self, run: BaseArgs) -> str:
+        """This CLI's --problems where given, else the run's (a deepmath run is not re-evaluated on arith)."""
+        return self.problems if self.problems_given or self.problems != BaseArgs.problems else run.problems
 
     def with_run_eval(self, run: BaseArgs) -> EvalConfig:
         """This CLI's eval settings where given, the run's for the rest."""

@@ -137,11 +137,15 @@ def main(args: Args) -> dict:
     args.validate()
     args.check()
     args.seed_everything()
-    models, game, run = load_models(args)
+    models, play, run = load_models(args)
     if set(models) != {"A", "B"}:
         raise SystemExit(f"error: --model {args.model!r} is a single-model run; MoA here needs a pair")
     cfg = replace(args.with_run_eval(run), greedy=False)
-    problems = replace(run, problems=args.problems).load(args.split, cfg.tier, cfg.problems)
+    problems = run.load(args.split, cfg.tier, cfg.problems)
+    game = play(problems[0].domain)
+    if game.template.name not in AGGREGATE:  # before any generation, not after the proposals
+        raise SystemExit(f"error: no MoA aggregator prompt for template {game.template.name!r} (known: {sorted(AGGREGATE)}); "
+                         f"pass --template with one of those, or other problems")
     row = evaluate_moa(models, problems, game, args, cfg, args.seed)
 
     table = markdown_table([{"method": row["method"], "pass@1": f"{100 * row['pass@1']:.1f}",

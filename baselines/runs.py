@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Callable
 
 import torch
 
 from agon_env.game import AgonGame
 
-from .config import BaseArgs, LearnerArgs, from_dict, policy_template
+from .config import InferenceArgs, LearnerArgs, from_dict, policy_template
 from .policy import ModelSpec, Policy, load_pair, load_policy
 from .runlog import checkpoint_state_path, restore_params
 
@@ -83,12 +84,13 @@ def load_run_pair(run_a: str | Path, run_b: str | Path, device: str = "auto", ba
     return pair
 
 
-def load_models(args: BaseArgs) -> tuple[dict[str, Policy], AgonGame, LearnerArgs]:
-    """(policies, game, the run's options) for `args.model`: a run directory, two grpo run
-    directories `RUN_A,RUN_B` (the first one's options), or a pair spec.
+def load_models(args: InferenceArgs) -> tuple[dict[str, Policy], Callable[[str], AgonGame], LearnerArgs]:
+    """(policies, the game on problems of a domain, the run's options) for `args.model`: a run
+    directory, two grpo run directories `RUN_A,RUN_B` (the first one's options), or a pair spec.
 
     A run's game keeps its template, reward and summary channel, so a cascade reads drafts
-    exactly as the challenger did in training; `args.template` overrides the template.
+    exactly as the challenger did in training; `args.template` overrides the template. The
+    options' `problems` is the run's source unless the command line gives --problems.
     """
     pair_dirs = run_pair_dirs(args.model)
     if is_run_dir(args.model) or pair_dirs:
@@ -96,14 +98,14 @@ def load_models(args: BaseArgs) -> tuple[dict[str, Policy], AgonGame, LearnerArg
         run = run_args(first)
         if args.template != "auto":
             run = replace(run, template=args.template)
+        run = replace(run, problems=args.problem_source(run))
         policies = (load_run_pair(*pair_dirs, args.device, args.backend) if pair_dirs
                     else load_run(args.model, args.device, args.backend))
         cfg = run_config(first)
-        game = run.game(model_template=policy_template(policies), reward=cfg.get("reward", "agon"),
-                        format_weight=run.format_weight, summary=cfg.get("summary", "paper"),
-                        length_tiebreak=cfg.get("length_tiebreak", 0.0))
-        return policies, game, run
-    run = LearnerArgs(model=args.model, template=args.template, eval=args.eval, seed=args.seed)
+        return policies, lambda domain: run.game(domain, policy_template(policies), reward=cfg.get("reward", "agon"),
+                                                 format_weight=run.format_weight, summary=cfg.get("summary", "paper"),
+                                                 length_tiebreak=cfg.get("length_tiebreak", 0.0)), run
+    run = LearnerArgs(model=args.model, problems=args.problems, template=args.template, eval=args.eval, seed=args.seed)
     a, b = load_pair(args.model_spec(), lora_rank=run.lora_rank, device=args.device, backend=args.backend,
                      seed=args.seed, reference=False, dtype=args.dtype)
-    return {"A": a, "B": b}, run.game(model_template=policy_template([a, b])), run
+    return {"A": a, "B": b}, lambda domain: run.game(domain, policy_template([a, b])), run

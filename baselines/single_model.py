@@ -110,7 +110,7 @@ def main(args: Args) -> list[dict]:
     if args.template != "auto":
         run = replace(run, template=args.template)
     cfg = replace(args.with_run_eval(run), greedy=False)
-    problems = replace(run, problems=args.problems).load(args.split, cfg.tier, cfg.problems)
+    problems = replace(run, problems=args.problem_source(run)).load(args.split, cfg.tier, cfg.problems)
     # the problems' domain picks the 'auto' template ('code' for code problems), as the learners do
     game = run.game(problems[0].domain, policy_template([policy]), format_weight=run.format_weight)
     rows = [EVALUATORS[m](policy, problems, game, cfg, args.seed) for m in methods]

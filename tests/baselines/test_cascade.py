@@ -144,3 +144,29 @@ def test_single_model_refuses_a_pair_naming_the_option(model):
 
     with pytest.raises(SystemExit, match="--model .* is a pair"):
         single_model.main(single_model.Args(model=model))
+
+
+@pytest.mark.parametrize("argv, source, template", [([], "code_easy", "code"), (["--problems", "arith"], "arith", "default")])
+def test_a_run_is_evaluated_on_its_own_problems_with_their_template(tmp_path, monkeypatch, argv, source, template):
+    """A code run's cascade reads code problems through the code template; --problems arith, given, wins."""
+    from baselines import cascade, runs
+    from baselines.agon_grpo import Args as AgonArgs
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "config.json").write_text(json.dumps({"problems": "code_easy", "model": "smollm2"}))
+    (run_dir / "metrics.jsonl").write_text("")
+    monkeypatch.setattr(runs, "run_args", lambda d: AgonArgs(problems="code_easy", model="smollm2"))
+    monkeypatch.setattr(runs, "load_run", lambda *a: {"A": ScriptedPolicy("A", lambda p: ans(0)),
+                                                      "B": ScriptedPolicy("B", lambda p: ans(0))})
+    seen = {}
+
+    def stop(a, b, validation, test, game, cfg, seed):
+        seen.update(problems={p.domain for p in validation + test}, template=game.template.name)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(cascade, "cascade_report", stop)
+    with pytest.raises(SystemExit):
+        cascade.main(cascade.Args.cli(["--model", str(run_dir), "--eval.problems", "1", "--eval.tier", "all",
+                                       "--out-dir", str(tmp_path), *argv]))
+    assert seen == {"problems": {"code" if source == "code_easy" else "math"}, "template": template}

@@ -202,3 +202,13 @@ def test_the_slurm_server_recipe_starts_one_lora_server_per_gpu(tmp_path):
     for gpu, call in enumerate(calls):
         assert call.startswith(f"{gpu} True serve Qwen/Qwen3-0.6B --enable-lora --max-loras 2")
         assert f"--port {8000 + gpu}" in call and "--logprobs-mode raw_logprobs" in call
+
+
+@pytest.mark.parametrize("cli", [cascade.Args, moa.Args, single_model.Args])
+def test_inference_reads_the_runs_problems_unless_given(cli):
+    """A deepmath run is re-evaluated on deepmath: --problems defaults to 'arith', which must not win unasked."""
+    run = LearnerArgs(problems="deepmath:/data/deepmath.parquet")
+    assert cli.cli([]).problem_source(run) == run.problems
+    assert cli.cli(["--problems", "arith"]).problem_source(run) == "arith"  # given at its default value
+    assert cli.cli(["--problems=mine.jsonl"]).problem_source(run) == "mine.jsonl"
+    assert cli(problems="mine.jsonl").problem_source(run) == "mine.jsonl"  # built in code: a non-default value

@@ -91,3 +91,15 @@ def test_per_problem_has_one_mean_per_problem_over_its_runs():
     agg = ScriptedPolicy("A", lambda p: ans(7) if p.startswith("D:") and p.endswith("Q:1*7\nA:") else ans(0))
     row = evaluate_moa({"A": agg, "B": agg}, PROBLEMS, game, MoAConfig(), EvalConfig(samples=4), 0)
     assert row["per_problem"] == [1.0, 0.0, 0.0] and row["n"] == 12  # was one entry per run: 12, not 3
+
+
+def test_code_problems_without_an_aggregator_prompt_fail_before_any_generation(tmp_path, monkeypatch):
+    from baselines import moa
+    from baselines.config import LearnerArgs
+
+    models = {n: ScriptedPolicy(n, lambda p: ans(0)) for n in "AB"}
+    run = LearnerArgs(problems="code_easy", eval=EvalConfig(tier="all", problems=1, samples=1))
+    monkeypatch.setattr(moa, "load_models", lambda args: (models, lambda domain: run.game(domain), run))
+    with pytest.raises(SystemExit, match="no MoA aggregator prompt for template 'code'"):
+        moa.main(moa.Args(out_dir=str(tmp_path)))
+    assert models["A"].seen == [] and models["B"].seen == []
