@@ -7,6 +7,15 @@ import re
 from pathlib import Path
 
 _LORA_KEY = re.compile(r"^base_model\.model\.(?:.+\.)?([^.]+)\.lora_[AB]\.weight$")
+VLLM_MAX_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # vLLM's LoRAConfig refuses any other max_lora_rank
+
+
+def vllm_max_lora_rank(rank: int) -> int:
+    """The smallest `max_lora_rank` vLLM accepts that holds adapters of `rank` (4 → 8; 16 stays 16)."""
+    fit = [r for r in VLLM_MAX_LORA_RANKS if r >= rank]
+    if not fit:
+        raise ValueError(f"LoRA rank {rank} is above vLLM's largest max_lora_rank, {VLLM_MAX_LORA_RANKS[-1]}")
+    return fit[0]
 
 
 def check_vllm_adapter(path: str | Path) -> dict:

@@ -137,19 +137,24 @@ def lora_pair(base, tokenizer, rank: int = 16, alpha: int | None = None, b_init_
 def load_adapter_policy(path: str, device: str = "cpu", base: str | None = None, system: str | None = None,
                         dtype: str = "float32") -> LoraPolicy:
     """A policy saved by `LoraPolicy.save`: its base (from adapter_config.json unless given) plus the adapter."""
-    name = os.path.basename(os.path.normpath(path)) or "adapter"
+    name = os.path.basename(os.path.normpath(path)).replace(".", "_") or "adapter"  # torch refuses "." in a module name
     return load_adapter_pair([path], device, base, system, names=(name,), dtype=dtype)[0]
 
 
 def load_adapter_pair(paths: list[str], device: str = "cpu", base: str | None = None, system: str | None = None,
                       names: tuple[str, ...] = ("A", "B"), dtype: str = "float32") -> tuple[LoraPolicy, ...]:
-    """Saved adapters back onto ONE base (the first adapter's, unless given), all trainable."""
+    """Saved adapters back onto ONE base (the one their configs name, unless given), all trainable."""
     from peft import PeftModel
 
-    cfg = json.loads(Path(paths[0], "adapter_config.json").read_text())
-    base = base or cfg.get("base_model_name_or_path")
+    bases = [json.loads(Path(p, "adapter_config.json").read_text()).get("base_model_name_or_path") for p in paths]
     if not base:
-        raise ValueError(f"{paths[0]}/adapter_config.json names no base_model_name_or_path; pass base=")
+        if not bases[0]:
+            raise ValueError(f"{paths[0]}/adapter_config.json names no base_model_name_or_path; pass base=")
+        same = {os.path.realpath(b) if os.path.exists(b) else b for b in bases if b}
+        if len(same) > 1:  # the others would go silently onto the first one's base
+            raise ValueError(f"adapters {', '.join(paths)} name different bases ({', '.join(map(str, bases))}); "
+                             f"they go onto one shared base (base= chooses it)")
+        base = bases[0]
     m, tok = load_hf(base, device, dtype)
     model = PeftModel.from_pretrained(m, paths[0], adapter_name=names[0], is_trainable=True)
     for path, name in zip(paths[1:], names[1:]):

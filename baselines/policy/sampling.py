@@ -71,6 +71,11 @@ def sample(model, prompt_ids: list[list[int]], params: SamplingParams, eos: set[
     """
     from .fast_decode import Decoder, supports
 
+    # refused as vLLM refuses them (top_p <= 0 would otherwise sample greedily or fail inside torch)
+    if params.max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be at least 1, got {params.max_new_tokens}")
+    if not (params.greedy or params.temperature <= 0) and not 0 < params.top_p <= 1:
+        raise ValueError(f"top_p must be in (0, 1], got {params.top_p}")
     device = next(model.parameters()).device
     ids, mask = _left_pad(prompt_ids, pad, device)
     pos = (mask.cumsum(-1) - 1).clamp(min=0)

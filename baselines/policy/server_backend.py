@@ -6,6 +6,7 @@ prompt to a pool of `vllm serve` processes (one or more machines), each started 
 
     VLLM_ALLOW_RUNTIME_LORA_UPDATING=True vllm serve BASE --enable-lora --max-loras 2 --max-lora-rank R
 
+(R: the adapters' rank rounded up to one vLLM accepts, `adapters.vllm_max_lora_rank`: 4 → 8, 16 → 16.)
 Requests: the prompt goes as token ids (the chat template applied here, as the HF backend
 does), with `n`, `temperature`, `top_p`, `max_tokens`, a per-prompt `seed` (`child_seed(seed, i)`,
 as the in-process vLLM backend), `stop_token_ids` (the HF sampler's EOS set), `logprobs: 1`,
@@ -60,6 +61,7 @@ from typing import Sequence
 import torch
 
 from .. import distributed as dist
+from .adapters import vllm_max_lora_rank
 from .base import Generation, Policy, SamplerPolicy, SamplingParams, child_seed
 
 log = logging.getLogger("agon.policy")
@@ -134,7 +136,8 @@ def _choice_ids(choice: dict) -> list[int]:
     return [int(t.split(":", 1)[1]) for t in tokens]
 
 
-def to_generations(prompt: str, prompt_ids: list[int], body: dict, n: int, decode, url: str = "") -> list[Generation]:
+def to_generations(prompt: str, prompt_ids: list[int], body: dict, n: int, decode, url: str = "",
+                   stop_token_ids: Sequence[int] = ()) -> list[Generation]:
     """A `/v1/completions` response to `n` `Generation`s, or ServerError if any part is missing."""
     choices = sorted(body.get("choices") or [], key=lambda c: c.get("index", 0))
     if len(choices) != n:
@@ -145,8 +148,9 @@ def to_generations(prompt: str, prompt_ids: list[int], body: dict, n: int, decod
         lps = (c.get("logprobs") or {}).get("token_logprobs")
         if lps is None or len(lps) != len(ids) or any(x is None for x in lps):
             raise ServerError(f"server {url} returned {0 if lps is None else len(lps)} log-probs for {len(ids)} tokens")
-        out.append(Generation(prompt, decode(ids), list(prompt_ids), ids, [float(x) for x in lps],
-                              c.get("finish_reason") == "stop"))
+        # vLLM checks the length cap before EOS: a stop token drawn as the last allowed token says "length"
+        finished = c.get("finish_reason") == "stop" or bool(ids) and ids[-1] in stop_token_ids
+        out.append(Generation(prompt, decode(ids), list(prompt_ids), ids, [float(x) for x in lps], finished))
     return out
 
 
@@ -183,8 +187,8 @@ class ServerPool:
     def complete(self, bodies: list[dict]) -> list[tuple[dict, str]]:
         """(response, server URL) for each `/v1/completions` body, in order; several in flight."""
         firsts = [next(self._next) % len(self.urls) for _ in bodies]
-        if len(bodies) == 1:
-            return [self._complete_one(bodies[0], firsts[0])]
+        if len(bodies) <= 1:  # no pool for one, nor for none (a pool needs a worker)
+            return [self._complete_one(b, f) for b, f in zip(bodies, firsts)]
         with ThreadPoolExecutor(max_workers=min(len(bodies), self.concurrency)) as ex:
             return list(ex.map(self._complete_one, bodies, firsts))
 
@@ -255,13 +259,14 @@ class ServerPolicy(SamplerPolicy):
         v = self._weights()
         if self.served is not None and v == self._synced:
             return self.served
-        version = self.version + 1
-        name = f"{self.name}-{self.tag}-v{version}"
+        first = self.served is None
+        self.version += 1  # used up even if the send fails: some servers may hold the name by then
+        name = f"{self.name}-{self.tag}-v{self.version}"
         path = self.adapter_dir / name
         failed = None
         if dist.is_main():
             try:
-                self._send(name, path, first=version == 1)
+                self._send(name, path, first)
             except Exception as e:  # the other ranks must hear of it, not wait for ever
                 failed = e
         why = dist.from_main(None if failed is None else f"{type(failed).__name__}: {failed}")  # every rank waits here
@@ -270,7 +275,7 @@ class ServerPolicy(SamplerPolicy):
         if why:
             raise ServerError(f"rank 0 could not send adapter {name!r} to the servers: {why}")
         old, old_path = self.served, self._path
-        self.served, self._path, self._synced, self.version = name, path, v, version
+        self.served, self._path, self._synced = name, path, v
         if old is not None and dist.is_main():
             self.pool.unload_adapter(old)
             shutil.rmtree(old_path, ignore_errors=True)
@@ -296,7 +301,7 @@ class ServerPolicy(SamplerPolicy):
         bodies = [completion_request(model, i, n, params, None if seed is None else child_seed(seed, k),
                                      self.stop_token_ids)
                   for k, i in enumerate(ids)]
-        return [to_generations(p, i, body, n, self.hf.decode, url)
+        return [to_generations(p, i, body, n, self.hf.decode, url, self.stop_token_ids)
                 for p, i, (body, url) in zip(prompts, ids, self.pool.complete(bodies))]
 
 
@@ -326,7 +331,7 @@ def wrap_server(policies: tuple, model: str, servers: Sequence[str], adapter_dir
         raise ValueError("the server backend serves LoRA adapters on one shared base (the servers hold the base); "
                          "full models such as the tiny pair need --backend hf")
     first = policies[0]
-    rank = max(c.r for c in first.model.peft_config.values())
+    rank = vllm_max_lora_rank(max(c.r for c in first.model.peft_config.values()))
     base = getattr(first.model.peft_config[first.adapter], "base_model_name_or_path", None) or model
     pool = ServerPool(servers, launch=LAUNCH.format(base=base, rank=rank), **pool_kw)
     bases = {v for ms in pool.models.values() for m in ms if not m.get("parent") for v in (m.get("id"), m.get("root"))}

@@ -25,11 +25,11 @@ class ModelSpec:
     @classmethod
     def parse(cls, spec: str) -> "ModelSpec":
         """Raise ValueError naming the part that is neither tiny, smollm2, an existing path nor a hub name."""
-        parts = tuple(p.strip() for p in spec.split(","))
+        parts = tuple(os.path.expanduser(p.strip()) for p in spec.split(","))  # loaders take paths as given
         if len(parts) > 2 or not all(parts):
             raise ValueError(f"model {spec!r}: expected one model or two as 'A_PATH,B_PATH'")
         for part in parts:
-            if part in (*TINY, "smollm2") or os.path.exists(os.path.expanduser(part)):
+            if part in (*TINY, "smollm2") or os.path.exists(part):
                 continue
             if len(parts) == 1 and re.fullmatch(r"[\w.-]+/[\w.-]+", part) and not part.startswith("."):
                 continue  # a hub name, resolved when the model loads

@@ -31,9 +31,11 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Collection
 
 import torch
 
+from .adapters import vllm_max_lora_rank
 from .base import Generation, SamplerPolicy, SamplingParams, child_seed
 from .spec import ModelSpec
 
@@ -90,7 +92,7 @@ def build_requests(prompt_ids: list[list[int]], n: int, params: SamplingParams, 
     } for i, ids in enumerate(prompt_ids)]
 
 
-def to_generations(prompt: str, prompt_ids: list[int], completions) -> list[Generation]:
+def to_generations(prompt: str, prompt_ids: list[int], completions, eos: Collection[int] = ()) -> list[Generation]:
     """vLLM `CompletionOutput`s (token_ids, text, logprobs, finish_reason) to `Generation`s."""
     out = []
     for c in completions:
@@ -98,7 +100,9 @@ def to_generations(prompt: str, prompt_ids: list[int], completions) -> list[Gene
         if c.logprobs is None or len(c.logprobs) != len(ids):
             raise ValueError(f"vLLM returned {0 if c.logprobs is None else len(c.logprobs)} log-probs for {len(ids)} tokens")
         lps = [float(step[t].logprob) for step, t in zip(c.logprobs, ids)]
-        out.append(Generation(prompt, c.text, list(prompt_ids), ids, lps, c.finish_reason == "stop"))
+        # vLLM checks the length cap before EOS: an EOS drawn as the last allowed token says "length"
+        finished = c.finish_reason == "stop" or bool(ids) and ids[-1] in eos
+        out.append(Generation(prompt, c.text, list(prompt_ids), ids, lps, finished))
     return out
 
 
@@ -156,12 +160,15 @@ class VLLMPolicy(SamplerPolicy):
 
         v = self._version()
         if self._request is None or self.registry.stale(self.name, v):
+            self._request = None  # register deletes the old adapter: a failed save must not leave it in use
             name, lora_id, path = self.registry.register(self.name, v)
             self.hf.save(path)
             self._request = LoRARequest(name, lora_id, str(path))
         return self._request
 
     def generate(self, prompts, n=1, params=SamplingParams(), seed=None):
+        if isinstance(prompts, str):
+            raise TypeError("generate takes a list of prompt strings, got one str")
         from vllm import SamplingParams as VSP
         from vllm.inputs import TokensPrompt
 
@@ -170,7 +177,7 @@ class VLLMPolicy(SamplerPolicy):
         reqs = build_requests(ids, n, params, seed)
         outs = self.llm.generate([TokensPrompt(**r["prompt"]) for r in reqs], [VSP(**r["sampling"]) for r in reqs],
                                  lora_request=lora, use_tqdm=False)
-        return [to_generations(p, i, o.outputs) for p, i, o in zip(prompts, ids, outs)]
+        return [to_generations(p, i, o.outputs, self.hf.eos) for p, i, o in zip(prompts, ids, outs)]
 
 
 
@@ -184,7 +191,7 @@ def wrap_vllm(policies: tuple, model: str, cfg: EngineConfig = EngineConfig()) -
         raise ValueError("the vLLM backend serves LoRA policies on one shared base; use backend='hf' for full models")
     first = policies[0]
     dtype = str(first.model.dtype).removeprefix("torch.") if cfg.dtype == "auto" else cfg.dtype
-    rank = max(c.r for c in first.model.peft_config.values())
+    rank = vllm_max_lora_rank(max(c.r for c in first.model.peft_config.values()))
     llm = LLM(model=model, enable_lora=True, max_loras=len(policies), max_lora_rank=rank, dtype=dtype,
               gpu_memory_utilization=cfg.gpu_memory_utilization, max_model_len=cfg.max_model_len,
               logprobs_mode="raw_logprobs")

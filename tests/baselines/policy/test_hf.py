@@ -119,6 +119,27 @@ def test_token_logprobs_rejects_bad_input(model, tok):
         pol.token_logprobs([[5]], [[]])
 
 
+def test_sampling_refuses_what_vllm_refuses(model, tok):
+    """top_p outside (0, 1] and no new tokens fail by name, as on a vLLM server; top_p 0 sampled greedily before."""
+    pol = HFPolicy(model, tok, "A")
+    for top_p in (0.0, -0.5, 1.5):
+        with pytest.raises(ValueError, match=rf"top_p must be in \(0, 1\], got {top_p}"):
+            pol.generate(PROMPTS, params=SamplingParams(top_p=top_p, max_new_tokens=5), seed=0)
+    with pytest.raises(ValueError, match="max_new_tokens must be at least 1, got 0"):
+        pol.generate(PROMPTS, params=SamplingParams(max_new_tokens=0), seed=0)
+    assert pol.generate(PROMPTS, params=SamplingParams(greedy=True, top_p=0.0, max_new_tokens=5))  # greedy ignores it
+
+
+def test_model_spec_expands_home(model, tok, tmp_path, monkeypatch):
+    from baselines.policy import ModelSpec
+
+    model.save_pretrained(tmp_path / "m")
+    tok.save_pretrained(tmp_path / "m")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert ModelSpec.parse("~/m").parts == (str(tmp_path / "m"),)
+    assert load_policy("~/m", device="cpu", backend="hf", reference=False).model.num_parameters() == model.num_parameters()
+
+
 # ---------------------------------------------------------------- LoRA pair
 def _ids(pol, n=2):
     gens = pol.generate(PROMPTS, n=n, params=SamplingParams(temperature=1.0, max_new_tokens=12), seed=0)
@@ -202,6 +223,17 @@ def test_lora_save_load_round_trip(model, tok, tmp_path):
     torch.testing.assert_close(b2.token_logprobs(*args)[0].detach(), want, atol=1e-5, rtol=0)
     torch.testing.assert_close(load_policy(str(tmp_path / "a"), device="cpu", backend="hf").token_logprobs(*args)[0],
                                HFPolicy(Qwen3ForCausalLM.from_pretrained(tmp_path / "base"), tok).token_logprobs(*args)[0])
+
+
+def test_adapters_load_from_a_dotted_dir_and_refuse_two_bases(model, tok, tmp_path):
+    for name, seed in (("base", 0), ("other", 1)):
+        new_model(SMALL, tok, seed=seed).save_pretrained(tmp_path / name)
+        tok.save_pretrained(tmp_path / name)
+        load_pair(str(tmp_path / name), lora_rank=4, device="cpu", backend="hf")[1].save(tmp_path / f"{name}.v1")
+    pol = load_policy(str(tmp_path / "base.v1"), device="cpu", backend="hf")  # "." is no module name for torch
+    assert pol.name == "base_v1" and pol.parameters()
+    with pytest.raises(ValueError, match="name different bases"):  # other's adapter would sit on base's weights
+        load_pair(f"{tmp_path / 'base.v1'},{tmp_path / 'other.v1'}", device="cpu", backend="hf")
 
 
 def test_full_pair_from_two_paths(model, tok, tmp_path):

@@ -204,6 +204,7 @@ def _completions(url):
 def test_generations_have_the_count_and_the_servers_tokens(pair, urls):
     a, b = pair
     assert isinstance(b, ServerPolicy) and a.pool is b.pool and a.served != b.served
+    assert "--max-lora-rank 8 " in b.pool.launch  # rank 4 rounded up: vLLM refuses a max rank of 4
     before = [len(_completions(u)) for u in urls]
     gens = b.generate(PROMPTS, n=2, params=PARAMS, seed=0)
     assert [len(row) for row in gens] == [2, 2, 2]
@@ -303,6 +304,31 @@ def test_an_adapter_dir_the_servers_cannot_see_fails_with_the_fix(pair, urls, tm
     with pytest.raises(ServerError, match=f"(?s){urls[1]} cannot read the adapter at .*local-only.*must be on a "
                                           "filesystem shared with the servers"):
         other.sync()
+
+
+def test_a_failed_adapter_send_is_retried_under_a_new_name(pair, urls, tmp_path):
+    """A send that one server refused left the name loaded on the other: the retry must not reuse it."""
+    _, b = pair
+    pol = ServerPolicy(b.hf, b.pool, tmp_path / "adapters")
+    _control(urls[1], "/_test/fault", {"hide_adapters": True})
+    with pytest.raises(ServerError, match="cannot read the adapter"):
+        pol.sync()
+    _control(urls[1], "/_test/fault", {"hide_adapters": False})
+    name = pol.sync()  # was: HTTP 400 "already been loaded" from the first server, for ever
+    assert all(name in [m["id"] for m in _control(u, "/v1/models")["data"]] for u in urls)
+    assert pol.generate(PROMPTS[:1], n=1, params=PARAMS, seed=0)[0][0].completion_ids
+    assert pol.generate([], n=2, params=PARAMS, seed=0) == []  # as the HF backend; the thread pool refused none
+
+
+def test_an_eos_drawn_as_the_last_allowed_token_is_finished():
+    """vLLM checks the length cap before EOS, so such a completion says finish_reason "length"."""
+    from baselines.policy.server_backend import to_generations
+
+    choice = {"index": 0, "token_ids": [7, 1], "finish_reason": "length", "logprobs": {"token_logprobs": [-0.1, -0.2]}}
+    (g,) = to_generations("p", [3], {"choices": [choice]}, 1, str, "", stop_token_ids=[1])
+    assert g.finished and g.completion_ids == [7, 1]
+    choice["token_ids"] = [7, 8]
+    assert not to_generations("p", [3], {"choices": [choice]}, 1, str, "", stop_token_ids=[1])[0].finished
 
 
 def test_only_lora_policies_on_one_base_are_served(urls):

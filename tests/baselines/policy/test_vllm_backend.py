@@ -1,6 +1,7 @@
 """What of the vLLM backend runs without a GPU: backend choice, request building, adapter bookkeeping."""
 
 import logging
+import os
 import types
 
 import pytest
@@ -62,6 +63,7 @@ def test_to_generations():
     assert (g.prompt, g.text, g.prompt_ids, g.completion_ids, g.logprobs, g.finished) == ("p", "x", [1, 2, 3], [5, 2], [-0.5, -0.1], True)
     c.finish_reason = "length"
     assert not vb.to_generations("p", [1], [c])[0].finished
+    assert vb.to_generations("p", [1], [c], eos={2})[0].finished  # EOS as the last allowed token: vLLM says "length"
     c.logprobs = None
     with pytest.raises(ValueError, match="returned 0 log-probs for 2 tokens"):
         vb.to_generations("p", [1], [c])
@@ -83,3 +85,45 @@ def test_adapter_registry_new_id_per_weight_change(tmp_path):
     assert i2 > i and name2 != name and not path.exists()
     _, i3, _ = reg.register("B", version())
     assert i3 > i2
+
+
+def test_a_failed_adapter_save_leaves_no_stale_request(tmp_path, monkeypatch):
+    """`register` deletes the old adapter's files; if the new save then fails, the next sync must not hand the
+    engine the old request (its weights stale, its directory gone)."""
+    import sys
+
+    request = types.ModuleType("vllm.lora.request")
+    request.LoRARequest = lambda name, lora_id, path: (name, lora_id, path)
+    for mod in ("vllm", "vllm.lora"):
+        monkeypatch.setitem(sys.modules, mod, types.ModuleType(mod))
+    monkeypatch.setitem(sys.modules, "vllm.lora.request", request)
+    p = torch.nn.Parameter(torch.zeros(2))
+    fail = []
+
+    def save(path):
+        if fail:
+            raise OSError("disk full")
+        path.mkdir()
+        (path / "adapter_model.safetensors").write_text("w")
+
+    hf = types.SimpleNamespace(name="A", template=None, parameters=lambda: [p], save=save)
+    pol = vb.VLLMPolicy(hf, None, vb.AdapterRegistry(tmp_path))
+    first = pol.sync()
+    with torch.no_grad():
+        p.add_(1.0)
+    fail.append(True)
+    with pytest.raises(OSError):
+        pol.sync()
+    fail.clear()
+    name, lora_id, path = pol.sync()
+    assert lora_id > first[1] and os.path.exists(path)
+    with pytest.raises(TypeError, match="a list of prompt strings, got one str"):
+        pol.generate("What is 2 + 3?")
+
+
+def test_max_lora_rank_is_one_vllm_accepts():
+    from baselines.policy.adapters import vllm_max_lora_rank
+
+    assert [vllm_max_lora_rank(r) for r in (1, 4, 8, 16, 24, 512)] == [1, 8, 8, 16, 32, 512]
+    with pytest.raises(ValueError, match="above vLLM's largest max_lora_rank, 512"):
+        vllm_max_lora_rank(600)
