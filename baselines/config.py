@@ -32,6 +32,7 @@ from problems.record import Problem
 from .distributed import check_launch
 from .grpo_loss import LOSS_TYPES
 from .policy import ModelSpec, Policy, SamplingParams
+from .policy.adapters import vllm_max_lora_rank
 from .runlog import check_fresh
 
 Template = Literal[("auto", *TEMPLATES)]
@@ -143,6 +144,9 @@ class BaseArgs:
         for name in ("problems", "samples", "max_new_tokens"):
             if getattr(self.eval, name) < 1:
                 raise SystemExit(f"error: --eval.{name.replace('_', '-')} must be at least 1, got {getattr(self.eval, name)}")
+        if not 0 < self.eval.top_p <= 1 or self.eval.temperature < 0:  # as vLLM refuses them, before any work
+            raise SystemExit(f"error: --eval.top-p must be in (0, 1] and --eval.temperature at least 0, got "
+                             f"{self.eval.top_p} and {self.eval.temperature}")
 
 
 @dataclass
@@ -230,6 +234,9 @@ class LearnerArgs(BaseArgs):
             raise SystemExit(f"error: --sampling.max-new-tokens must be at least 1, got {self.sampling.max_new_tokens}")
         if self.sampling.greedy:
             raise SystemExit("error: --sampling.greedy: training needs sampled rollouts")
+        if not 0 < self.sampling.top_p <= 1 or self.sampling.temperature <= 0:  # temperature 0 is greedy
+            raise SystemExit(f"error: --sampling.top-p must be in (0, 1] and --sampling.temperature above 0, got "
+                             f"{self.sampling.top_p} and {self.sampling.temperature}")
         if not 0.0 <= self.lr_floor <= 1.0:
             raise SystemExit(f"error: --lr-floor is a fraction of --lr, in [0, 1], got {self.lr_floor}")
         if self.lora_rank < 0:
@@ -265,7 +272,7 @@ class LearnerArgs(BaseArgs):
         if not urls:
             raise SystemExit("error: --backend server needs --servers URL[,URL...]: vLLM OpenAI servers of the base, "
                              "each started with `VLLM_ALLOW_RUNTIME_LORA_UPDATING=True vllm serve BASE --enable-lora "
-                             f"--max-loras 2 --max-lora-rank {self.lora_rank}`")
+                             f"--max-loras 2 --max-lora-rank {vllm_max_lora_rank(max(self.lora_rank, 1))}`")
         bad = [u for u in urls if not u.startswith(("http://", "https://"))]
         if bad:
             raise SystemExit(f"error: --servers: {', '.join(map(repr, bad))} is not an http(s):// URL "

@@ -34,7 +34,7 @@ from typing import Annotated
 import tyro
 
 from .policy import load_hf, save_hf
-from .policy.adapters import check_vllm_adapter
+from .policy.adapters import check_vllm_adapter, vllm_max_lora_rank
 from .policy.lora import LoraPolicy
 from .runs import is_run_dir, load_run
 
@@ -112,7 +112,7 @@ def _adapter_commands(out: Path, entries: dict, adapters: dict, with_base: bool,
     rank = max(entries[n]["r"] for n in adapters)
     modules = " ".join(f"{n}={out / n}" for n in adapters)
     serve = (f"vllm serve {base} --enable-lora --max-loras {len(adapters)} --lora-modules {modules}"
-             + (f" --max-lora-rank {rank}" if rank > VLLM_DEFAULT_MAX_RANK else ""))
+             + (f" --max-lora-rank {vllm_max_lora_rank(rank)}" if rank > VLLM_DEFAULT_MAX_RANK else ""))
     first = next(iter(adapters))
     return {"base": base, "serves_as_is": _serves_as_is(base),
             "peft": f"PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained('{base}'), '{out / first}')",

@@ -141,6 +141,9 @@ def test_cli_end_to_end_outputs(tmp_path):
     (("--sampling.temperature", "hot"), "--sampling.temperature"),
     (("--model", "smollm2", "--lora-rank", "0"), "agon_grpo trains two LoRA adapters (rank >= 1)"),
     (("--lora-rank", "-1"), "--lora-rank must be at least 0"),
+    (("--sampling.top-p", "0"), "--sampling.top-p must be in (0, 1] and --sampling.temperature above 0, got 0.0"),
+    (("--sampling.temperature", "0"), "--sampling.top-p must be in (0, 1] and --sampling.temperature above 0"),
+    (("--eval.top-p", "1.5"), "--eval.top-p must be in (0, 1] and --eval.temperature at least 0, got 1.5"),
 ])
 def test_bad_config_fails_before_any_work(tmp_path, extra, msg):
     t = time.time()
