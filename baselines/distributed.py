@@ -20,7 +20,10 @@ Why a run's numbers do not depend on how many processes it has:
   one-process loss; one SUM all-reduce of the trainable gradients in a flat buffer, then clipping and the
   optimizer step run alike everywhere. Not DDP: a LoRA pair is two policies on one module switching
   adapters, which DDP's per-module hooks do not model, and at LoRA's size overlapping the all-reduce
-  with backward saves little. No FSDP: every rank holds the whole base.
+  with backward saves little. No FSDP: every rank holds the whole base (the paper's 0.6B–4B bases fit
+  one GPU). FSDP gathers each layer's weights inside its forward, a collective, so every rank would have
+  to run the same forwards in step; here a rank's sampling stops when its own rows finish, and its update
+  runs as many micro-batches as its own live completions need.
 - metrics and evaluation: the per-rollout values a step logs are all-gathered in problem order
   (`all_cat`), and evaluation chunks are dealt round-robin and gathered (`gather_chunks`), so every rank
   computes the same numbers. Rank 0 alone writes metrics, TensorBoard, plots and checkpoints; every
