@@ -41,10 +41,12 @@ def steps_per_second(make, seconds: float, seed: int = 0) -> tuple[float, float]
     return steps / elapsed, episodes / elapsed
 
 
-def main():
+def main(argv: list[str] | None = None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0, help="seconds of play per env")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if args.seconds <= 0:  # no play at all: the table would be all zeros
+        raise SystemExit(f"error: --seconds must be positive, got {args.seconds}")
     envs = {
         "agon discrete, env() (wrapped)": discrete.env,
         "agon discrete, raw_env()": discrete.raw_env,

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Literal
 
 from baselines.config import Dtype
-from benchmarks.report import RESULTS, command_line, write_report
+from benchmarks.report import RESULTS, command_line, require_at_least, write_report
 
 MODULES = {"grpo": "baselines.grpo", "agon_grpo": "baselines.agon_grpo"}
 
@@ -75,7 +75,9 @@ class Args:
     """base name of the output files"""
 
     def cases(self) -> list[int | None]:
-        """The process counts to launch (None: the plain run), or SystemExit naming the bad entry."""
+        """The process counts to launch (None: the plain run), or SystemExit naming the bad option or entry."""
+        # the first step is left out of the medians: one more must remain
+        require_at_least(self, {"steps": 2, "problems_per_step": 1, "group": 2, "max_new_tokens": 1, "threads": 1})
         out = []
         for c in self.processes.split(","):
             if c != "plain" and not (c.isdigit() and int(c) >= 1):
@@ -108,7 +110,7 @@ def measure(learner: str, processes: int | None, args: Args) -> dict:
         if r.returncode:
             raise SystemExit(f"error: {' '.join(cmd)} failed:\n{r.stderr[-3000:]}")
         rows = [json.loads(x) for x in (Path(tmp) / "run" / "metrics.jsonl").read_text().splitlines()]
-    steps = [x for x in rows if "step_time" in x][1:] or [x for x in rows if "step_time" in x]
+    steps = [x for x in rows if "step_time" in x][1:]
     step = statistics.median(x["step_time"] for x in steps)
     row = {"learner": learner, "launch": f"torchrun × {processes}" if processes else "python -m (plain)",
            "processes": processes or 1, "problems/step/process": args.problems_per_step // (processes or 1),

@@ -19,7 +19,7 @@ from pettingzoo.classic import tictactoe_v3
 
 import agon_env
 from agon_env.grading import ExactMatchGrader, MathGrader
-from benchmarks.report import write_report
+from benchmarks.report import require_positive, write_report
 from problems.record import Problem
 
 DRAFT = ("<think>" + "Work it out carefully. " * 20 + "</think>"
@@ -87,11 +87,14 @@ def bench_grading(n: int) -> list[dict]:
     return rows
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=float, default=3.0, help="timing window per env")
     ap.add_argument("--answers", type=int, default=400, help="answers graded per grading configuration")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
+    if args.seconds <= 0:  # an empty timing window divides by zero steps
+        raise SystemExit(f"error: --seconds must be positive, got {args.seconds}")
+    require_positive(args, ("answers",))
     env_rows = bench_envs(args.seconds)
     grade_rows = bench_grading(args.answers)
     ratio, speedup = env_rows[0]["step cost vs tictactoe"], grade_rows[-1]["speed-up vs 1 process"]

@@ -220,7 +220,7 @@ def main(args: Args) -> dict:
     # imported only now: it pulls in torch, and the workers must start from a small parent
     from importlib.metadata import version
 
-    from benchmarks.report import RESULTS, write_report
+    from benchmarks.report import RESULTS, command_line, write_report
 
     rows, targets = rows_and_targets(results)
     notes = [
@@ -238,7 +238,7 @@ def main(args: Args) -> dict:
         notes.append(f"Target (pair's peak − baseline ≤ {TARGET}× one model + its adapters' state, i.e. one rank-"
                      f"{2 * args.rank} adapter), {alloc}: {'met' if t['met'] else 'not met'}, "
                      f"{t['pair_over_wide_adapter']:.3f}×.")
-    cmd = "python -m benchmarks.peak_memory" + ("" if args.model == "smollm2" else f" --model {args.model}")
+    cmd = command_line("benchmarks.peak_memory", args)
     versions = {lib: version(lib) for lib in ("torch", "transformers", "peft")}
     out = Path(args.results_dir) if args.results_dir else RESULTS
     jpath, mpath = write_report("peak_memory", f"Measured peak memory: LoRA pair vs full models ({args.model})", rows, notes,

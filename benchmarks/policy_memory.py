@@ -3,11 +3,12 @@
     python -m benchmarks.policy_memory [--threads 2] [--reps 5]
 
 Memory: the bytes a training process holds for the pair (weights, gradients, AdamW's two
-moment buffers) counted from the real modules' tensors after one optimizer step on a
-micro-batch, for the paper's setup (two rank-16 LoRA adapters on one frozen base) and
-for two full models. The large shapes (SmolLM2-135M, Qwen3-0.6B) are built on the meta
-device from their published configs, so no weights are needed and the count is exact;
-activations are left out (the same for both setups at equal batch).
+moment buffers), counted from the real modules' parameter tensors (gradients and moments
+are the size of the trainable ones; no step is run), for the paper's setup (two rank-16
+LoRA adapters on one frozen base) and for two full models. The large shapes (SmolLM2-135M,
+Qwen3-0.6B) are built on the meta device from their published configs, so no weights are
+needed and the count is exact; activations are left out (the same for both setups at equal
+batch).
 
 Step time: one GRPO-sized step on the tiny model, 16 sequences (2 prompts × 8 samples)
 with generation plus update (log-probs with gradient, a policy-gradient loss, AdamW),
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 
 import torch
 
-from benchmarks.report import write_report
+from benchmarks.report import require_positive, write_report
 from benchmarks.shaped_model import SHAPES
 
 PUBLISHED = ("SmolLM2-135M", "Qwen3-0.6B")  # shapes from benchmarks.shaped_model.SHAPES
@@ -120,6 +121,7 @@ def step_rows(threads: int, reps: int) -> list[dict]:
 
 
 def main(args: Args) -> None:
+    require_positive(args, ("threads", "reps", "rank"))  # before policy_memory.* is written
     mem = memory_rows(args.rank)
     write_report("policy_memory", "Policy memory: LoRA pair on one base vs two full models", mem, notes=[
         "training state = weights + gradients + AdamW's two moments, all fp32, counted from the modules' tensors",

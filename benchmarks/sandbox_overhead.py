@@ -22,7 +22,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from agon_env.sandbox import Sandbox, SandboxConfig, _base_python, namespaces_available
-from benchmarks.report import write_report
+from benchmarks.report import require_positive, write_report
 
 CODE = "a, b = map(int, input().split())\nprint(a + b)\n"
 TEST = {"input": "20 22\n", "output": "42\n"}
@@ -58,6 +58,11 @@ def timed(run, n_tests: int, runs: int, workers: int) -> float:
     return (time.perf_counter() - t0) / runs
 
 
+def runner_label(name: str) -> str:
+    """A row's runner: its name less the worker count (" w1", " w16"), which the workers column gives."""
+    return name.rsplit(" w", 1)[0] if name.startswith("sandbox") else name
+
+
 def cold_start(isolation: str) -> float:
     sb = Sandbox(SandboxConfig(isolation=isolation, workers=1))
     t0 = time.perf_counter()
@@ -67,11 +72,12 @@ def cold_start(isolation: str) -> float:
     return dt
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=40, help="programs per cell per round")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds; cells report the median")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
+    require_positive(args, ("runs", "rounds"))
     cores = os.cpu_count() or 1
     isolations = (["namespace"] if namespaces_available() else []) + ["process"]
     with tempfile.TemporaryDirectory() as d:
@@ -101,7 +107,7 @@ def main() -> None:
     for (name, n_tests, workers), times in cells.items():
         sec = statistics.median(times)
         bare = statistics.median(cells[("bare subprocess.run", n_tests, workers)])
-        rows.append({"runner": name.replace(" w1", "").replace(f" w{cores}", ""), "tests/program": n_tests,
+        rows.append({"runner": runner_label(name), "tests/program": n_tests,
                      "workers": workers, "programs/s": 1 / sec, "tests/s": n_tests / sec,
                      "ms/program": 1000 * sec, "overhead ms/program": 1000 * (sec - bare)})
     rows.sort(key=lambda r: (r["tests/program"], r["workers"], r["runner"] != "bare subprocess.run", r["runner"]))

@@ -42,7 +42,7 @@ import tyro
 
 from agon_env import AgonGame
 from baselines.policy import SamplingParams, load_hf, load_pair, save_hf
-from benchmarks.report import RESULTS, write_report
+from benchmarks.report import RESULTS, command_line, require_positive, write_report
 from problems import load
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,6 +74,13 @@ class Args:
     """where server_vs_hf.json and server_vs_hf.md go"""
     server_log: str = "runs/server_vs_hf/server.log"
     """where the server's own output goes (read it when a request fails)"""
+
+    def check(self) -> None:
+        """Fail before any work (loading the base, starting the server), naming the option."""
+        require_positive(self, ("prompts", "n", "max_new_tokens", "rounds", "lora_rank", "threads"))
+        if not os.access(self.vllm_python, os.X_OK):
+            raise SystemExit(f"error: --vllm-python {self.vllm_python} is not an executable; "
+                             "`make test-vllm-cpu` builds .venv-vllm")
 
 
 def _free_port() -> int:
@@ -166,6 +173,7 @@ def run(args: Args) -> dict:
 
 
 def main(args: Args) -> dict:
+    args.check()
     res = run(args)
     hf, srv = (statistics.median(res["rates"][k]) for k in ("HF (in-process)", "vLLM server"))
     rows = [{"backend": k, "completion tokens/s": round(statistics.median(v)),
@@ -186,7 +194,7 @@ def main(args: Args) -> dict:
     ]
     write_report("server_vs_hf", "Generation: vLLM server vs in-process HF (SmolLM2-135M LoRA)", rows, notes,
                  extra={"raw": res, "args": vars(args)}, out_dir=Path(args.results_dir),
-                 command="python -m benchmarks.server_vs_hf")
+                 command=command_line("benchmarks.server_vs_hf", args))
     return res
 
 

@@ -54,3 +54,10 @@ def test_bad_options_name_themselves(tmp_path, bad, option):
     with pytest.raises(SystemExit, match=option):
         peak_memory.main(peak_memory.Args(**{**SMALL, **bad}, results_dir=str(tmp_path)))
     assert not any(tmp_path.iterdir())
+
+
+def test_the_file_names_the_command_that_made_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(peak_memory, "measure", lambda args, setup, fixed: {**_worker(setup, 900, 1000), "prompt_tokens": 9})
+    peak_memory.main(peak_memory.Args(**SMALL, results_dir=str(tmp_path)))
+    command = (tmp_path / "peak_memory.md").read_text().split("by `")[-1]
+    assert all(flag in command for flag in ("--model tiny", "--setups full,two-full", "--steps 1", "--threads 1"))
