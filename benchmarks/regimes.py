@@ -26,7 +26,7 @@ from baselines import grpo
 from baselines.report import trend
 from benchmarks.report import RESULTS, write_report
 
-COMMON = ["--policy", "a", "--train-tiers", "hard", "--eval.tier", "hard", "--eval.split", "validation",
+COMMON = ["--policy", "a", "--train-tiers", "hard", "--eval.tier", "hard", "--eval.split", "validation", "--eval.temperature", "0.7",
           "--eval.problems", "300", "--eval.samples", "4", "--warmup-frac", "0.05", "--eval-every", "0",
           "--checkpoint-every", "0", "--no-progress", "--beta", "0", "--format-weight", "0.5", "--optimizer", "adamw",
           "--no-tempered-logprobs"]
@@ -133,8 +133,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
     out.mkdir(parents=True, exist_ok=True)
     png = plot(rows, out / "regimes.png")
     shown = [{k: v for k, v in r.items() if k not in ("delta", "ci_low", "ci_high")} for r in rows]
-    notes = ["GRPO on tiny model A, hard tier; held-out: 300 hard validation problems × 4 samples at T = 0.7, "
-             "the same problems before and after (Δ: paired bootstrap over problems).",
+    ev = parsed[names[0]].eval  # COMMON's, the same for every arm
+    notes = [f"GRPO on tiny model A, hard tier; held-out: {ev.problems} {ev.tier} {ev.split} problems × {ev.samples} "
+             f"samples at T = {ev.temperature}, the same problems before and after (Δ: paired bootstrap over problems).",
              "train pass: the run's own rollouts' pass rate, first and last quarter of steps.",
              *args.note, f"![gain against training time]({png.name})"]
     command = "python -m benchmarks.regimes" + (f" --from-runs {args.from_runs}" if args.from_runs else "")
