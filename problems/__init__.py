@@ -22,7 +22,7 @@ The arith tiers
 Difficulty 1 / 2 / 3, ``metadata["tier"]`` easy / medium / hard, families in equal shares.
 Per tier the bundled set has 2,000 train, 400 validation and 600 test problems; more
 training problems come from ``generate_arith(n, seed=1, exclude=held-out questions)``
-(up to about 6,000 easy and 2,500 hard per tier: those families' question spaces are small).
+(up to about 5,000 easy and 2,500 hard per tier: those families' question spaces are small).
 
 ======  ==========  ===================  ================================================================
 tier    family      question             worked solution

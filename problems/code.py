@@ -126,6 +126,10 @@ def load_code_contests(path: str | Path, difficulties: Iterable[int | str] | Non
     `max_tests` caps tests per problem (public first); `split` is stamped on every problem;
     `limit` stops after that many problems; `skip_bad` leaves bad rows out with a warning.
     """
+    unknown = [d for d in difficulties or () if isinstance(d, str) and d not in CC_DIFFICULTIES]
+    if unknown:
+        raise ValueError(f"CodeContests difficulties {unknown} are not enum names; expected ints or names from "
+                         f"{CC_DIFFICULTIES}")
     keep = None if difficulties is None else {
         CC_DIFFICULTIES.index(d) if isinstance(d, str) else int(d) for d in difficulties}
     return _collect(path, lambda where, row, i: code_contests_problem(row, where, max_tests),

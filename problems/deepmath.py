@@ -47,7 +47,9 @@ _WRAPPER = re.compile(r"\\(?:text|textbf|mathrm|boxed)\s*\{([^{}]*)\}")
 
 def is_binary(answer: str) -> bool:
     """True for yes/no/true/false answers, however they are wrapped."""
-    s = _WRAPPER.sub(r"\1", answer)
+    s = answer
+    while (inner := _WRAPPER.sub(r"\1", s)) != s:  # one pass unwraps only the innermost: \boxed{\text{No}}
+        s = inner
     return re.sub(r"[\s$.,!{}()]", "", s).lower() in BINARY_ANSWERS
 
 
@@ -154,6 +156,10 @@ def load_deepmath(path: str | Path = HUB_NAME, hard: bool = True, n_train: int |
         skip_bad: load the good rows of a file with bad ones (a `SkippedRows` warning
             counts them) instead of raising `DataError`.
     """
+    counts = {"n_test": n_test, "n_validation": n_validation, **({} if n_train is None else {"n_train": n_train})}
+    for name, n in counts.items():  # a negative count slices from the end: splits that overlap
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ValueError(f"{name} must be a non-negative int, got {n!r}")
     problems = read_deepmath(path, keep_solutions, skip_bad)
     if hard:
         problems = hard_split(problems)

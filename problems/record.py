@@ -49,6 +49,11 @@ class Problem:
             raise ValueError(f"Problem {self.id!r}: a math problem needs a reference 'answer'")
         if self.domain == "code" and not self.tests:
             raise ValueError(f"Problem {self.id!r}: a code problem needs a non-empty 'tests' list")
+        # else a bad shape surfaces only at grading (tests) or filtering (metadata), far from its file and line
+        if self.tests is not None and not (isinstance(self.tests, list) and all(isinstance(t, dict) for t in self.tests)):
+            raise ValueError(f"Problem {self.id!r}: 'tests' must be a list of test-case objects, got {self.tests!r:.80}")
+        if not isinstance(self.metadata, dict):
+            raise ValueError(f"Problem {self.id!r}: 'metadata' must be an object, got {type(self.metadata).__name__}")
         if self.split is not None and self.split not in SPLITS:
             raise ValueError(f"Problem {self.id!r}: split must be one of {SPLITS} or None, got {self.split!r}")
 
@@ -64,7 +69,7 @@ class Problem:
         if unknown:
             raise ValueError(f"unknown field(s) {sorted(unknown)}; expected some of {sorted(known)}")
         for name in ("id", "question"):
-            if name not in d:
+            if d.get(name) is None:  # a null id would become the string 'None', shared by every such row
                 raise ValueError(f"missing {name!r}")
         kw = dict(d)
         kw["id"] = str(kw["id"])

@@ -87,6 +87,10 @@ def load(name: str, split: str | None = None, difficulty: float | None = None,
                          "or a DeepMath file or directory")
     if tiers is not None and problems and not any("tier" in p.metadata for p in problems):
         raise ValueError(f"{name!r} has no difficulty tiers; load it with tier=None (on the learners' CLI: 'all')")
+    if split is not None and problems and all(p.split is None for p in problems):  # else the filter keeps nothing
+        raise ValueError(f"{name!r} assigns no splits (every problem has split=None), so split={split!r} would keep "
+                         "none; load it with split=None, or stamp one (reasoning_gym: split_as=...; a code loader "
+                         "in problems.code: split=...)")
     return [p for p in problems
             if (split is None or p.split == split)
             and (difficulty is None or p.difficulty == difficulty)
@@ -98,4 +102,7 @@ def parse_tiers(tier: str | Sequence[str] | None) -> set[str] | None:
     if tier is None or tier == "all":
         return None
     names = tier.split(",") if isinstance(tier, str) else tier
-    return {t.strip() for t in names if t.strip()}
+    tiers = {t.strip() for t in names if t.strip()}
+    if not tiers:  # an empty selection would filter every problem out
+        raise ValueError(f"tier {tier!r} names no tier; give one or more (e.g. 'hard' or 'medium,hard'), or None / 'all'")
+    return tiers

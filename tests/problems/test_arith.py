@@ -93,6 +93,15 @@ def test_exclude_keeps_extra_training_data_off_the_held_out_sets(bundled):
         generate_arith(20_000, seed=2, tiers=["easy"])  # only ~12k distinct 2-digit add/sub questions
 
 
+def test_extra_pool_caps_are_the_documented_ones(bundled):
+    """The package docstring and README: a pool tops out near 5,000 easy and 2,500 hard per tier."""
+    held = [p.question for p in bundled if p.split != "train"]
+    for tier, fits, too_many in (("easy", 5000, 6000), ("hard", 2500, 3000)):
+        assert len(generate_arith(fits, seed=1, tiers=[tier], exclude=held)) == fits
+        with pytest.raises(ValueError, match="exhausted"):
+            generate_arith(too_many, seed=1, tiers=[tier], exclude=held)
+
+
 def test_lengths_and_answer_forms(bundled):
     for p in bundled:
         assert len(p.question) <= 40 and len(p.solution) <= 120, p

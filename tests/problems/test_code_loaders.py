@@ -61,6 +61,12 @@ def test_code_contests_errors_name_the_row(tmp_path):
     assert CC_DIFFICULTIES[7] == "A" and CC_DIFFICULTIES[1] == "EASY"
 
 
+def test_code_contests_unknown_difficulty_name_is_named(tmp_path):
+    f = write_jsonl(tmp_path / "cc.jsonl", [CC_ROW])
+    with pytest.raises(ValueError, match=r"difficulties \['easy'\] are not enum names; expected .*'EASY'"):
+        load_code_contests(f, difficulties=["easy"])
+
+
 def test_code_contests_reports_every_bad_row(tmp_path):
     rows = [CC_ROW, {**CC_ROW, "difficulty": "hard"}, '{"name": "x",', {**CC_ROW, "name": ""}, CC_ROW]
     f = tmp_path / "cc.jsonl"

@@ -60,6 +60,12 @@ def test_binary_answers(answer):
     assert is_binary(answer)
 
 
+@pytest.mark.parametrize("answer", ["\\boxed{\\text{No}}", "$\\boxed{\\textbf{Yes}}$", "\\text{\\mathrm{true}}"])
+def test_nested_wrappers_are_unwrapped(answer):
+    assert is_binary(answer)
+    assert not is_binary("\\boxed{\\text{no solution}}")
+
+
 @pytest.mark.parametrize("answer", ["2", "\\frac{1}{2}", "no solution", "yes and no", "\\infty", "None"])
 def test_non_binary_answers(answer):
     assert not is_binary(answer)
@@ -86,6 +92,12 @@ def test_paper_defaults_need_3300_hard_problems(deepmath_jsonl, tmp_path):
     big = load_deepmath(_jsonl(tmp_path / "big.jsonl", rows))
     assert sum(p.split == "test" for p in big) == 300 and sum(p.split == "train" for p in big) == 3000
     assert len(big) == 3300
+
+
+@pytest.mark.parametrize("counts", [{"n_validation": -3}, {"n_test": -1}, {"n_train": -5}, {"n_test": 2.5}])
+def test_bad_split_sizes_are_refused(deepmath_jsonl, counts):
+    with pytest.raises(ValueError, match=f"{next(iter(counts))} must be a non-negative int"):
+        load_deepmath(deepmath_jsonl, **{"n_train": 10, "n_test": 5, **counts})
 
 
 def test_parquet_and_directory(tmp_path, deepmath_jsonl):

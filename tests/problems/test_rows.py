@@ -74,6 +74,20 @@ def test_rows_that_are_not_objects_or_not_utf8(tmp_path):
                               "odd.jsonl line 4: not UTF-8 text (invalid start byte at byte 0)"]
 
 
+def test_null_ids_and_misshapen_tests_or_metadata_are_named_at_their_line(tmp_path):
+    code = {"id": "c", "question": "Print 3.", "domain": "code"}
+    path = lines(tmp_path / "shapes.jsonl", GOOD, {**GOOD, "id": None}, {**code, "tests": "print 3"},
+                 {**code, "tests": [["", "3"]]}, {**GOOD, "id": "m", "metadata": "hard"})
+    with pytest.raises(DataError) as e:
+        read_jsonl(path)
+    assert e.value.errors == [
+        "shapes.jsonl line 2: missing 'id'",
+        "shapes.jsonl line 3: Problem 'c': 'tests' must be a list of test-case objects, got 'print 3'",
+        "shapes.jsonl line 4: Problem 'c': 'tests' must be a list of test-case objects, got [['', '3']]",
+        "shapes.jsonl line 5: Problem 'm': 'metadata' must be an object, got str",
+    ]
+
+
 def test_file_lookup_is_shared_and_names_what_it_expected(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match=r"empty: no .jsonl, .json or .parquet files in this directory"):

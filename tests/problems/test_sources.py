@@ -30,12 +30,27 @@ def test_load_a_jsonl_path(tmp_path):
     (lambda: load("nope"), ValueError, "unknown problem source 'nope'"),
     (lambda: load("arith", split="dev"), ValueError, "split must be one of"),
     (lambda: load("arith", tier="extreme"), ValueError, "arith tier must be one of"),
+    (lambda: load("arith", tier=""), ValueError, "tier '' names no tier"),
+    (lambda: load("arith", tier=[]), ValueError, r"tier \[\] names no tier"),
     (lambda: load("arith", seed=3), TypeError, "source 'arith' takes no options"),
     (lambda: load("deepmath"), TypeError, "needs path="),
 ])
 def test_load_errors(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+def test_a_split_of_a_source_without_splits_is_refused_not_empty(tmp_path):
+    path = tmp_path / "mine.jsonl"
+    path.write_text(json.dumps({"id": "a", "question": "1+1", "answer": "2"}) + "\n")
+    assert len(load(str(path))) == 1
+    with pytest.raises(ValueError, match="assigns no splits .* split='train' would keep none"):
+        load(str(path), split="train")
+    cc = tmp_path / "cc.jsonl"
+    cc.write_text(json.dumps({"name": "A", "description": "Print 3.",
+                              "public_tests": {"input": [""], "output": ["3\n"]}}) + "\n")
+    with pytest.raises(ValueError, match="'code_contests' assigns no splits"):
+        load("code_contests", path=str(cc), split="test")
 
 
 def test_reasoning_gym_missing_is_a_clear_error(monkeypatch):
