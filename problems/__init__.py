@@ -3,7 +3,8 @@
 Sources (`python -m problems list`)
 -----------------------------------
 - ``arith``: a bundled procedural arithmetic set (``problems/data/arith.jsonl``), ready
-  without generation. Splits train / validation / test never share a question.
+  without generation. Splits train / validation / test never share a question (as text: some
+  held-out problems have a train twin with swapped operands, see problems/README.md).
 - ``deepmath``: DeepMath-103K from a local parquet/JSONL file or directory, with the
   paper's hard split (difficulty 8, yes/no/true/false answers dropped) and a deterministic
   3,000 / 300 train / held-out split. See `problems.deepmath`.
