@@ -197,7 +197,11 @@ class ServerPool:
         for attempt in range(1 + self.retries):
             url = self.urls[(first + attempt) % len(self.urls)]
             try:
-                return json.loads(_http(url, "/v1/completions", body, self.timeout)), url
+                reply = _http(url, "/v1/completions", body, self.timeout)
+                try:
+                    return json.loads(reply), url
+                except ValueError:  # e.g. a proxy's error page: a fault of that server, retried elsewhere
+                    raise _Failed(url, None, f"reply is not JSON: {reply[:200]!r}") from None
             except _Failed as e:
                 if not e.retriable:
                     raise ServerError(f"vLLM server {url} refused a completion request for {body.get('model')!r}: "

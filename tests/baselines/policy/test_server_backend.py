@@ -138,6 +138,8 @@ def serve(k: int) -> None:  # pragma: no cover - runs in the server process
                     if state.fault["status"] == "drop":
                         self.close_connection = True
                         return  # no response at all: the client sees the connection close
+                    if state.fault["status"] == "html":
+                        return self._send(200, "<html>502 Bad Gateway</html>")  # a proxy's page, not JSON
                     return self._send(*error(state.fault["status"], "injected failure", "InternalServerError"))
                 self._send(*routes[self.path](body))
 
@@ -268,6 +270,17 @@ def test_a_failed_request_is_retried_on_the_other_server_and_counted(pair, urls,
     assert pool.failures == start + 2 and pool.failures_by_server[urls[0]] >= 1 and pool.failures_by_server[urls[1]] >= 1
     assert f"request failed on {urls[0]}" in caplog.text and f"request failed on {urls[1]}" in caplog.text
     assert logprob_gap(b, gens)["max"] < 1e-4
+
+
+def test_a_reply_that_is_not_json_is_retried_elsewhere_and_named(pair, urls, caplog):
+    _, b = pair
+    start = b.pool.failures
+    _control(urls[0], "/_test/fault", {"status": "html", "count": 3})
+    with caplog.at_level(logging.WARNING, logger="agon.policy"):
+        gens = b.generate(PROMPTS, n=2, params=PARAMS, seed=2)
+    assert [len(row) for row in gens] == [2, 2, 2] and b.pool.failures > start
+    assert f"request failed on {urls[0]} (reply is not JSON: '<html>502 Bad Gateway</html>')" in caplog.text
+    _control(urls[0], "/_test/fault", {"status": None, "count": 0})
 
 
 def test_every_server_down_is_an_error_naming_them(pair, urls):
