@@ -39,6 +39,7 @@ class Args(InferenceArgs):
     model: str = "tiny"
     """an agon_grpo run directory, two grpo run directories 'RUN_A,RUN_B', 'tiny', 'A_PATH,B_PATH', or one base
     model (two fresh LoRA adapters)"""
+    unused_eval = {"split": "the direction is chosen on the validation split and reported on the test split"}
 
 
 # ---------------------------------------------------------------- the protocol

@@ -18,7 +18,7 @@ import time
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 import torch
@@ -300,6 +300,13 @@ class InferenceArgs(BaseArgs):
     """the `--eval.*` fields the command line gave (set by `cli`, not an option)"""
     problems_given: tyro.conf.Suppress[bool] = False
     """whether the command line gave --problems (set by `cli`, not an option)"""
+    unused_eval: ClassVar[dict[str, str]] = {}  # --eval.* fields this method does not read: why, and what to use
+
+    def check(self) -> None:
+        super().check()
+        for name, why in self.unused_eval.items():  # refused, not silently ignored
+            if name in self.eval_given or getattr(self.eval, name) != getattr(EvalConfig(), name):
+                raise SystemExit(f"error: --eval.{name.replace('_', '-')} does not apply here: {why}")
 
     @classmethod
     def cli(cls, argv: list[str] | None = None):

@@ -85,6 +85,7 @@ class Args(InferenceArgs, MoAConfig):
     """'tiny', 'A_PATH,B_PATH', one base model (two LoRA adapters), or an agon_grpo run directory"""
     split: Literal["validation", "test"] = "test"
     """split evaluated: 'validation' or 'test'"""
+    unused_eval = {"split": "use --split", "greedy": "MoA reports sampled pass@1 only"}
 
 
 def aggregate_prompt(template: str, question: str, proposals: Sequence[str]) -> str:

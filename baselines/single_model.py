@@ -59,6 +59,7 @@ class Args(InferenceArgs):
     """comma-separated: 'refine' (revise its own answer) and/or 'self_cascade' (read its own summary)"""
     split: Literal["validation", "test"] = "test"
     """split evaluated: 'validation' or 'test'"""
+    unused_eval = {"split": "use --split", "greedy": "these methods report sampled pass@1 only"}
 
 
 def refine_game(game: AgonGame) -> AgonGame:

@@ -212,3 +212,21 @@ def test_inference_reads_the_runs_problems_unless_given(cli):
     assert cli.cli(["--problems", "arith"]).problem_source(run) == "arith"  # given at its default value
     assert cli.cli(["--problems=mine.jsonl"]).problem_source(run) == "mine.jsonl"
     assert cli(problems="mine.jsonl").problem_source(run) == "mine.jsonl"  # built in code: a non-default value
+
+
+@pytest.mark.parametrize("cli, argv, msg", [
+    (cascade.Args, ["--eval.split", "validation"], "--eval.split does not apply here: the direction is chosen"),
+    (moa.Args, ["--eval.split", "test"], "--eval.split does not apply here: use --split"),
+    (moa.Args, ["--eval.no-greedy"], "--eval.greedy does not apply here"),
+    (single_model.Args, ["--eval.greedy"], "--eval.greedy does not apply here"),
+])
+def test_an_eval_flag_a_method_does_not_read_is_refused(cli, argv, msg):
+    with pytest.raises(SystemExit, match=msg):
+        cli.cli(argv).check()
+    cli.cli(["--eval.samples", "2"]).check()  # the flags it reads pass
+
+
+@pytest.mark.parametrize("tool", [cascade, moa])
+def test_a_pair_tool_given_one_tiny_model_says_so(tool, tmp_path):
+    with pytest.raises(SystemExit, match="'tiny:a' is one of the tiny pair"):
+        tool.main(tool.Args(model="tiny:a", out_dir=str(tmp_path)))
