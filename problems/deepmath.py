@@ -12,7 +12,8 @@ stripping ``$``, ``\\text{}``, ``\\boxed{}`` and punctuation) removed. `load_dee
 then orders the problems by a seeded hash of their normalised question, so the split does
 not depend on file order, and takes ``n_test`` held-out (default 300), ``n_validation``
 (default 0; carve some to choose the cascade direction without touching test) and
-``n_train`` (default 3,000) problems. Repeated questions are kept once.
+``n_train`` (default 3,000) problems. Repeated questions are kept once: of copies that
+differ, the one with the smallest (answer, difficulty, question), whatever the file order.
 
 With the ``datasets`` package and a network, a hub name works in place of a path::
 
@@ -124,15 +125,21 @@ def parse_row(row: dict, where: str, keep_solutions: bool = False) -> Problem:
 
 
 def read_deepmath(path: str | Path, keep_solutions: bool = False, skip_bad: bool = False) -> list[Problem]:
-    """Every row, validated, repeated questions kept once, no split assigned. Bad rows raise
+    """Every row, validated, repeated questions kept once (see the module docstring), no split assigned. Bad rows raise
     one `DataError` naming each; `skip_bad` keeps the good ones and warns how many it skipped."""
     columns = FIELDS + (SOLUTION_FIELDS if keep_solutions else ())
     rows = parse_rows(iter_rows(path, columns), lambda where, row: parse_row(row, where, keep_solutions),
                       str(path), skip_bad)
     unique: dict[str, Problem] = {}
-    for p in rows:
-        unique.setdefault(p.id, p)
+    for p in rows:  # of copies that differ (answer, difficulty), the one kept must not depend on file order
+        q = unique.get(p.id)
+        if q is None or _copy_key(p) < _copy_key(q):
+            unique[p.id] = p
     return list(unique.values())
+
+
+def _copy_key(p: Problem) -> tuple:
+    return p.answer, p.difficulty, p.question, p.metadata.get("topic") or ""
 
 
 def hard_split(problems: list[Problem]) -> list[Problem]:

@@ -210,3 +210,14 @@ def test_hub_name_without_datasets_is_a_clear_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "datasets", None)
     with pytest.raises(FileNotFoundError, match="needs the 'datasets' package"):
         read_deepmath("zwhe99/DeepMath-103K")
+
+
+def test_which_copy_of_a_repeated_question_is_kept_does_not_depend_on_file_order(tmp_path):
+    rows = _rows(n_hard=12, n_other=0)[:-1]
+    hard, easy = dict(rows[0]), {**rows[0], "question": "  " + rows[0]["question"].upper(), "difficulty": 5.0}
+    kept = []
+    for order in ([hard, easy], [easy, hard]):
+        path = _jsonl(tmp_path / f"{len(kept)}.jsonl", order + rows[1:])
+        kept.append({p.id: (p.question, p.difficulty) for p in read_deepmath(path)})
+        kept[-1]["hard problems"] = len(load_deepmath(path, n_train=None, n_test=5))
+    assert kept[0] == kept[1]  # the first copy used to win: 12 hard problems one way, 11 the other
