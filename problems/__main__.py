@@ -111,6 +111,9 @@ def cmd_stats(args) -> None:
 
 def cmd_build(args) -> None:
     sizes = {s: getattr(args, s) for s in SPLIT_ORDER}
+    if args.out == BUNDLED_PATH and (args.seed != BUNDLED_SEED or sizes != BUNDLED_SIZES):
+        # the bundled set is what every test, the tiny pair and every published figure were made on
+        raise SystemExit(f"error: another --seed or size would overwrite the bundled {BUNDLED_PATH}; pass --out PATH")
     path = write_jsonl(generate_arith(sizes, seed=args.seed), args.out)
     print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)")
 

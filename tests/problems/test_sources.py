@@ -116,3 +116,8 @@ def test_cli_build_writes_the_bundled_set(tmp_path, capsys):
     main(["build", "--out", str(out), "--train", "10", "--validation", "5", "--test", "5", "--seed", "4"])
     assert sum(1 for _ in out.open()) == 3 * 20
     assert "wrote" in capsys.readouterr().out
+    before = BUNDLED_PATH.stat().st_mtime_ns
+    for argv in (["--seed", "1"], ["--test", "5"]):  # without --out these would replace the bundled set
+        with pytest.raises(SystemExit, match="would overwrite the bundled"):
+            main(["build", *argv])
+    assert BUNDLED_PATH.stat().st_mtime_ns == before
