@@ -17,6 +17,7 @@ from agon_env.rules import (
     drafter_seat,
     extract_answer,
     format_ok,
+    game_rates,
     pay,
     summarize,
 )
@@ -44,12 +45,18 @@ def test_full_reward_table(scheme):
     assert drafter_reward(1, 1, LAM) == 2.5 and drafter_reward(0, 1, LAM) == 0.5
 
 
-def test_length_tiebreak_only_when_both_right_and_shorter():
+@pytest.mark.parametrize("scheme", REWARD_SCHEMES)
+def test_length_tiebreak_only_when_both_right_and_shorter(scheme):
     for ca, cb in itertools.product((0, 1), repeat=2):
         for la, lb in ((10, 5), (5, 10), (7, 7)):
-            base = challenger_reward("agon", ca, cb, 1, LAM)
-            r = challenger_reward("agon", ca, cb, 1, LAM, length_tiebreak=0.25, len_a=la, len_b=lb)
-            assert r - base == (0.25 if (ca and cb and lb < la) else 0.0)
+            base = challenger_reward(scheme, ca, cb, 1, LAM)
+            r = challenger_reward(scheme, ca, cb, 1, LAM, length_tiebreak=0.25, len_a=la, len_b=lb)
+            # zero_sum has no tiebreak: its pay must stay zero-sum
+            assert r - base == (0.25 if (ca and cb and lb < la and scheme != "zero_sum") else 0.0)
+            if scheme == "zero_sum":
+                g = pay(RewardConfig(scheme, length_tiebreak=0.25), {"correct": ca, "formatted": True, "length": la},
+                        {"correct": cb, "formatted": True, "length": lb})
+                assert g.drafter_reward + g.challenger_reward == 0.0
 
 
 @pytest.mark.parametrize("field, value", [
@@ -191,6 +198,19 @@ def test_pay_uses_the_schemes_and_tolerates_missing_lengths():
     tiebreak = RewardConfig("agon", length_tiebreak=0.25)
     tie = pay(tiebreak, {**right, "length": 9}, {**right, "length": 3})
     assert tie.challenger_reward == 2.75 and tie.winner is None
+
+
+def test_game_rates_by_hand():
+    """Five games (drafter right, challenger right): every rate a learner logs, counted by hand."""
+    verdict = lambda c: {"correct": bool(c), "formatted": True}  # noqa: E731
+    games = [pay(RewardConfig("agon"), verdict(a), verdict(b)) for a, b in ((1, 1), (1, 0), (0, 1), (0, 1), (0, 0))]
+    assert game_rates(games) == pytest.approx({
+        "drafter_pass": 2 / 5, "challenger_pass": 3 / 5,
+        "conversion": 2 / 3,  # right on 2 of the 3 wrong drafts
+        "keep": 1 / 2,  # right on 1 of the 2 right drafts
+        "win_drafter": 1 / 5, "win_challenger": 2 / 5, "tie": 2 / 5,
+    })
+    assert set(game_rates([]).values()) == {0.0}
 
 
 def test_rules_import_nothing_from_the_package():

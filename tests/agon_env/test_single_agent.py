@@ -85,8 +85,15 @@ def test_rival_pool_is_sampled_per_episode():
         return act
 
     env = SingleAgentEnv([counting("a"), counting("b")], role="challenger")
-    _run(env, random_policy(N_ACTIONS), 100, seed=0)
+    per_episode = []
+    env.reset(seed=0)
+    for _ in range(100):  # the rival drafts (several actions each episode): one rival plays all of them
+        before = dict(calls)
+        env.reset()
+        per_episode.append({k for k in calls if calls[k] > before[k]})
+    assert all(len(who) == 1 for who in per_episode), per_episode
     assert calls["a"] > 50 and calls["b"] > 50
+    assert 20 < sum(who == {"a"} for who in per_episode) < 80
 
 
 @pytest.mark.parametrize("action", [2.9, "3", np.array(2.5), [1], N_ACTIONS, -1, None])

@@ -56,6 +56,27 @@ def test_shared_opponent_pays_unread_drafts_grpo_reward():
     assert played.drafter_correct == [False, True, False]
 
 
+def test_step_metrics_credit_each_rate_to_the_model_in_that_role():
+    """B drafts, A challenges; two problems of two games: (drafter right, challenger right) =
+    (1, 0), (0, 1) | (0, 1), (0, 0). Wins, passes and rewards go to the model that played the role."""
+    from agon_env.rules import RewardConfig, pay
+
+    verdict = lambda c: {"correct": bool(c), "formatted": True}  # noqa: E731
+    games = [pay(RewardConfig("agon"), verdict(a), verdict(b)) for a, b in ((1, 0), (0, 1), (0, 1), (0, 0))]
+    r_d = torch.tensor([[g.drafter_reward for g in games[:2]], [g.drafter_reward for g in games[2:]]])
+    r_c = torch.tensor([[g.challenger_reward for g in games[:2]], [g.challenger_reward for g in games[2:]]])
+    stats = {"clip_frac": 0.0, "kl": 0.0, "sampler_gap": 0.0, "grad_norm": 1.0, "loss": 0.0}
+    m = agon_grpo.step_metrics("B", "A", games, [True, False, False, False], r_d, r_c, ["", ""], [4, 6, 8, 2],
+                               [1, 1, 1, 1], group_advantages(r_c), torch.zeros(2, 2), stats, stats, 1e-3, 0.1)
+    assert (m["drafter"], m["win/B"], m["win/A"], m["tie"]) == ("B", 0.25, 0.5, 0.25)
+    assert (m["pass/B"], m["pass/A"], m["pass/drafter"], m["pass/challenger"]) == (0.25, 0.5, 0.25, 0.5)
+    assert (m["conversion"], m["keep"]) == (2 / 3, 0.0)
+    assert m["reward/B_drafter_mean"] == pytest.approx((2.5 + 0.5 * 3) / 4)
+    assert m["reward/A_challenger_mean"] == pytest.approx((0.5 + 3.5 + 3.5 + 0.5) / 4)
+    assert "reward/A_drafter_mean" not in m and "reward/B_challenger_mean" not in m
+    assert m["length/drafter"] == 5.0
+
+
 @pytest.fixture(scope="module")
 def pair_setup():
     args = agon_grpo.Args(**{**TINY, "group_size": 8, "problems_per_step": 8})  # at T=0.7 most groups are all-right or all-wrong

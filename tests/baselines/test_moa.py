@@ -103,3 +103,21 @@ def test_code_problems_without_an_aggregator_prompt_fail_before_any_generation(t
     with pytest.raises(SystemExit, match="no MoA aggregator prompt for template 'code'"):
         moa.main(moa.Args(out_dir=str(tmp_path)))
     assert models["A"].seen == [] and models["B"].seen == []
+
+
+def test_proposal_rates_count_right_proposals_per_run():
+    """proposal_pass is the share of right proposals; any_proposal_right the share of runs with at least one."""
+    game = AgonGame(template="compact", grader=ExactMatchGrader())
+
+    def right_on(*questions):
+        def answer(prompt):
+            q = prompt.rsplit("Q:", 1)[1].split("\n")[0]
+            return ans(eval(q) if q in questions else 0)
+        return answer
+
+    a, b = ScriptedPolicy("A", right_on("1*7", "2*7")), ScriptedPolicy("B", right_on("1*7"))
+    row = evaluate_moa({"A": a, "B": b}, PROBLEMS, game, MoAConfig(proposers="a,b", k=4), EvalConfig(samples=1), 0)
+    # proposals right: problem 1: 4 of 4, problem 2: A's 2 of 4, problem 3: none
+    assert row["proposal_pass"] == pytest.approx(6 / 12)
+    assert row["any_proposal_right"] == pytest.approx(2 / 3)
+    assert row["pass@1"] == pytest.approx(2 / 3)  # the aggregator (A) is right on problems 1 and 2

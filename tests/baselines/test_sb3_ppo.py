@@ -45,7 +45,19 @@ def test_snapshot_matches_the_sb3_policy():
     from agon_env.single_agent import SingleAgentEnv
 
     model = PPO("MlpPolicy", SingleAgentEnv(uniform_random(Args())), seed=0, device="cpu")
-    greedy = snapshot(model, greedy=True)
-    obs = SingleAgentEnv(uniform_random(Args())).observation_space.sample()
-    action, _ = model.predict(obs, deterministic=True)
-    assert greedy(obs, np.random.default_rng(0)) == int(action)
+    with torch.no_grad():  # a fresh head is nearly uniform (gain 0.01): make its preferences clear
+        model.policy.action_net.weight.mul_(300.0)
+    greedy, sampled = snapshot(model, greedy=True), snapshot(model)
+    space = SingleAgentEnv(uniform_random(Args())).observation_space
+    space.seed(0)
+    observations = [space.sample() for _ in range(50)]
+    for obs in observations:
+        action, _ = model.predict(obs, deterministic=True)
+        assert greedy(obs, np.random.default_rng(0)) == int(action)
+    # the sampled snapshot draws from SB3's own action distribution
+    obs, rng, n = observations[0], np.random.default_rng(0), 4000
+    with torch.no_grad():
+        want = model.policy.get_distribution(torch.as_tensor(obs)[None]).distribution.probs[0].numpy()
+    assert want.max() < 0.9 and want.max() > 2 / len(want), want  # neither uniform nor all on one action
+    freq = np.bincount([sampled(obs, rng) for _ in range(n)], minlength=len(want)) / n
+    assert np.abs(freq - want).max() < 4 * np.sqrt(0.25 / n), (freq, want)
