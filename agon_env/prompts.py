@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+FULL_DRAFT = ("full", "The whole draft, its thinking included, is below, and it may be wrong.\n\nDraft:")
 # The challenger is told what of the draft it reads, by summary mode ("paper", "with_answer", "full").
 GENERIC_DISCLOSURE = (
     ("paper", "its thinking and final answer are hidden"),
@@ -66,7 +67,7 @@ TEMPLATES = {
                       "Draft summary:"),
             ("with_answer", "Its summary and final answer are below; its thinking is hidden, and it may be "
                             "wrong.\n\nDraft summary and answer:"),
-            ("full", "The whole draft, its thinking included, is below, and it may be wrong.\n\nDraft:"),
+            FULL_DRAFT,
         ),
     ),
     # For code problems: the answer block holds the program; the challenger sees the approach.
@@ -79,7 +80,7 @@ TEMPLATES = {
                       "Draft description:"),
             ("with_answer", "Its description and its code are below; its thinking is hidden, and it may be "
                             "wrong.\n\nDraft description and code:"),
-            ("full", "The whole draft, its thinking included, is below, and it may be wrong.\n\nDraft:"),
+            FULL_DRAFT,
         ),
     ),
     # For the tiny character-level models: short, so prompts cost few tokens.
