@@ -311,6 +311,9 @@ def game_rates(results: Sequence[GameResult]) -> dict[str, float]:
 
     conversion: challenger right where the drafter was wrong; keep: right where the drafter
     was right (a copier shows conversion 0 and keep 1); win_*: out-solved the rival.
+    A rate with nothing to count (conversion with no wrong draft, keep with no right one, any
+    rate of no games) is 0.0, not NaN: loggers that average a window of steps (TRL's
+    log_metric, the learners' 10-step means) would otherwise lose the whole window.
     """
     ca = [r.drafter_info["correct"] for r in results]
     cb = [r.challenger_info["correct"] for r in results]

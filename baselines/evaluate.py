@@ -59,6 +59,9 @@ def paired_bootstrap(before: Sequence[float], after: Sequence[float], n_boot: in
     if len(before) != len(after) or not before:
         raise ValueError(f"paired_bootstrap needs two non-empty per-problem lists of equal length, "
                          f"got {len(before)} before and {len(after)} after")
+    if not (isinstance(n_boot, int) and n_boot >= 1) or not 0 < alpha < 1:
+        raise ValueError(f"paired_bootstrap needs n_boot a positive int and 0 < alpha < 1, got n_boot={n_boot!r}, "
+                         f"alpha={alpha!r}")
     d = np.asarray(after, dtype=float) - np.asarray(before, dtype=float)
     rng = np.random.default_rng(seed)
     block = max(1, 2_000_000 // len(d))  # resamples per draw: bounded memory for long pooled lists

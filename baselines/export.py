@@ -3,6 +3,7 @@
     python -m baselines.export runs/agon_grpo-agon-s0-... exported/            # A/, B/, export.json
     python -m baselines.export RUN OUT --base-name Qwen/Qwen3-0.6B            # adapters name their hub base
     python -m baselines.export RUN OUT --with-base                             # + OUT/base for vLLM (GGUF bases)
+    python -m baselines.export RUN OUT --overwrite                             # replace an earlier export in OUT
 
 A learner's checkpoint (`checkpoint/state.pt`) holds only the trainable tensors, to resume
 or to reload through `baselines.runs`. This writes one directory per policy (`A/`, `B/`,
@@ -27,6 +28,7 @@ or `GRPO/`) that needs none of this project's code:
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
@@ -53,6 +55,8 @@ class Args:
     """record this as the adapters' base (e.g. 'Qwen/Qwen3-0.6B') instead of the run's local path, so they load elsewhere"""
     with_base: bool = False
     """also write the frozen base as a transformers checkpoint in OUT/base (vLLM cannot serve a GGUF base with LoRA)"""
+    overwrite: bool = False
+    """replace an earlier export in OUT (a directory with export.json); without it a non-empty OUT is refused"""
 
 
 def _set_base(adapter_dir: Path, base: str) -> None:
@@ -68,9 +72,26 @@ def _serves_as_is(base: str) -> bool:
     return (p / "config.json").exists() if p.is_dir() else not p.exists()
 
 
-def export_run(run_dir: str | Path, out: str | Path, base_name: str | None = None, with_base: bool = False) -> dict:
+def _check_out(out: Path, overwrite: bool) -> None:
+    """Refuse a non-empty OUT: files of an earlier export there (a full model's weights beside
+    new adapters, an old base/) would be read as part of this one."""
+    if out.exists() and not out.is_dir():
+        raise SystemExit(f"error: OUT {str(out)!r} is a file, not a directory")
+    if not out.exists() or not any(out.iterdir()):
+        return
+    if not overwrite:
+        raise SystemExit(f"error: OUT {str(out)!r} is not empty; choose an empty directory, or pass --overwrite to "
+                         f"replace an earlier export there")
+    if not (out / "export.json").exists():
+        raise SystemExit(f"error: OUT {str(out)!r} holds files but no export.json, so it is not an earlier export; "
+                         f"--overwrite only replaces exports, choose another directory")
+
+
+def export_run(run_dir: str | Path, out: str | Path, base_name: str | None = None, with_base: bool = False,
+               overwrite: bool = False) -> dict:
     """Write `run_dir`'s trained policies to `out` (see the module docstring); returns export.json's content."""
-    run_dir, out = Path(run_dir), Path(out)
+    run_dir, out = Path(run_dir), Path(out).expanduser()
+    _check_out(out, overwrite)
     if not is_run_dir(run_dir):
         raise SystemExit(f"error: RUN_DIR {str(run_dir)!r} is not a learner's run directory (it needs config.json and "
                          f"metrics.jsonl, as agon_grpo and grpo write them)")
@@ -79,6 +100,8 @@ def export_run(run_dir: str | Path, out: str | Path, base_name: str | None = Non
     if not adapters and (base_name or with_base):
         raise SystemExit(f"error: --base-name / --with-base are for LoRA runs; {run_dir}'s policies are full "
                          f"models, each exported whole")
+    if out.exists():  # an earlier export, checked above; removed only once this run's policies have loaded
+        shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
     manifest: dict = {"run": str(run_dir), "policies": {}}
     run_base = None
@@ -120,7 +143,7 @@ def _adapter_commands(out: Path, entries: dict, adapters: dict, with_base: bool,
 
 
 def main(args: Args) -> dict:
-    manifest = export_run(args.run, args.out, args.base_name, args.with_base)
+    manifest = export_run(args.run, args.out, args.base_name, args.with_base, args.overwrite)
     for name, entry in manifest["policies"].items():
         print(f"{name}: {entry['format']} in {Path(args.out) / entry['path']}")
     if "vllm_serve" in manifest:

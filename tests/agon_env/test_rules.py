@@ -211,6 +211,8 @@ def test_game_rates_by_hand():
         "win_drafter": 1 / 5, "win_challenger": 2 / 5, "tie": 2 / 5,
     })
     assert set(game_rates([]).values()) == {0.0}
+    every_draft_right = game_rates([pay(RewardConfig("agon"), verdict(1), verdict(b)) for b in (1, 0)])
+    assert every_draft_right["conversion"] == 0.0 and every_draft_right["keep"] == 1 / 2  # 0.0 where undefined
 
 
 def test_rules_import_nothing_from_the_package():

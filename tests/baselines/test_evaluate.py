@@ -76,6 +76,14 @@ def test_paired_bootstrap_names_bad_lengths(before, after, msg):
         paired_bootstrap(before, after)
 
 
+@pytest.mark.parametrize("kw,msg", [({"n_boot": 0}, "n_boot=0"), ({"n_boot": 2.5}, "n_boot=2.5"),
+                                    ({"alpha": 0.0}, "alpha=0.0"), ({"alpha": 1.5}, "alpha=1.5")])
+def test_paired_bootstrap_names_a_bad_resample_count_or_level(kw, msg):
+    # numpy's own errors (an empty concatenate, a quantile outside [0, 1]) named neither option
+    with pytest.raises(ValueError, match=msg):
+        paired_bootstrap([0.0, 1.0], [1.0, 1.0], **kw)
+
+
 class SeedRecorder(ScriptedPolicy):
     """Records each generate call's prompt count and seed."""
 

@@ -170,3 +170,25 @@ def test_a_directory_that_is_not_a_run_is_refused_by_name(tmp_path):
     with pytest.raises(SystemExit, match="'.*model' is not a learner's run directory"):
         export_run(tmp_path / "model", tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_non_empty_out_is_refused_and_overwrite_replaces_only_an_earlier_export(tmp_path):
+    """A full-model export, then another run into the same OUT: without --overwrite nothing is
+    touched; with it, no file of the first export is left beside the second's."""
+    full = {"policy": load_policy("tiny:a", device="cpu", backend="hf", reference=False)}
+    run = _write_run(tmp_path / "run", "tiny", full, policy="a", lora_rank=16)
+    out = tmp_path / "out"
+    export_run(run, out)
+    (out / "GRPO" / "stale.bin").write_bytes(b"from an earlier export")
+    before = sorted(p.relative_to(out) for p in out.rglob("*"))
+    with pytest.raises(SystemExit, match="is not empty; .* --overwrite"):
+        export_run(run, out)
+    assert sorted(p.relative_to(out) for p in out.rglob("*")) == before
+    export_run(run, out, overwrite=True)
+    assert not (out / "GRPO" / "stale.bin").exists() and (out / "export.json").exists()
+
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("not an export")
+    with pytest.raises(SystemExit, match="no export.json"):
+        export_run(run, tmp_path / "mine", overwrite=True)
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "not an export"
