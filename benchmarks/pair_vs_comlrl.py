@@ -326,7 +326,10 @@ def serve_comlrl(spec: dict) -> None:
         return out
     trainer._generate_completions = counted
 
-    one_problem = trainer._train_step_returns  # one problem's rollouts; the P-th also updates both agents
+    # one problem's rollouts; the P-th also updates both agents. The step's window opens at its first
+    # problem, after the dataloader handed that one over: fetching one row of an in-memory dataset
+    # (not timed; steps take seconds) is left out of CoMLRL's time, the other P - 1 fetches are inside.
+    one_problem = trainer._train_step_returns
     state = {"k": 0, "t": 0.0, "ids": []}
 
     def stepped(batch_item, **kw):
