@@ -11,6 +11,14 @@ Files: ``.jsonl`` (one row per line), ``.json`` (a list of rows), ``.parquet`` (
 ``train-00000.parquet row 12: 'public_tests' must have equal input and output lists``;
 ``skip_bad=True`` loads the good rows instead and warns how many were skipped.
 
+Splits come from file names, as the datasets ship them: a file named for a split
+(``train-00000-of-00039.parquet``, ``valid-*``, ``validation*``, ``test.jsonl``,
+``test5.jsonl``) gives its rows that split (``valid`` is ``"validation"``). With
+``split=...`` only the files of that split are read, and rows of a file named for none are
+stamped with it; without it they keep ``split=None``. So a directory holding every shard
+loads one split at a time, and ``problems.load("code_contests", path=DIR, split="test")``
+filters by it.
+
 - **CodeContests** (deepmind/code_contests): ``name``, ``description``,
   ``public_tests`` / ``private_tests`` / ``generated_tests`` as ``{"input": [...],
   "output": [...]}``, ``difficulty`` (the dataset's enum, `CC_DIFFICULTIES`; stored as
@@ -43,7 +51,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .record import Problem, read_jsonl
-from .rows import parse_rows, read_rows
+from .rows import find_files, parse_rows, read_rows
 
 BUNDLED_CODE_EASY = Path(__file__).parent / "data" / "code_easy.jsonl"
 SUFFIXES = (".jsonl", ".json", ".parquet")
@@ -69,16 +77,36 @@ def _text(v: Any) -> str:
     return "\n".join(map(str, v)) + "\n" if isinstance(v, list) else str(v)
 
 
+_FILE_SPLIT = re.compile(r"(train|validation|valid|test)(?=$|[-_.\d])")
+
+
+def file_split(f: Path) -> str | None:
+    """The split a shard's name gives it (see the module docstring), or None."""
+    m = _FILE_SPLIT.match(f.name.lower())
+    return None if m is None else {"valid": "validation"}.get(m.group(1), m.group(1))
+
+
 def _collect(path, make: Callable[[str, dict, int], Problem | None], keep: Callable[[str, dict], bool],
              split: str | None, limit: int | None, skip_bad: bool) -> list[Problem]:
     index = itertools.count()
+    files = [(f, file_split(f) or split) for f in find_files(path, SUFFIXES)]
+    if split is not None and not any(s == split for _, s in files):
+        raise ValueError(f"{path}: no file of split {split!r}: its files are named for "
+                         f"{sorted({s for _, s in files})} (a file's name gives its split; see problems.code)")
+    files = [(f, s) for f, s in files if split is None or s == split]  # another split's shards are not read
+    current: dict = {}
+
+    def rows():
+        for f, s in files:
+            current["split"] = s
+            yield from read_rows(f, SUFFIXES)
 
     def parse(where: str, row: dict) -> Problem | None:
         i = next(index)
         p = make(where, row, i) if keep(where, row) else None
-        return replace(p, split=split) if p is not None and split else p
+        return replace(p, split=current["split"]) if p is not None and current["split"] else p
 
-    return parse_rows(read_rows(path, SUFFIXES), parse, str(path), skip_bad, limit)
+    return parse_rows(rows(), parse, str(path), skip_bad, limit)
 
 
 def _word_filter(difficulties: Iterable[str] | None) -> Callable[[str, dict], bool]:
@@ -123,7 +151,7 @@ def load_code_contests(path: str | Path, difficulties: Iterable[int | str] | Non
     """CodeContests rows as problems.
 
     `difficulties` keeps only those enum values or names (e.g. ``["EASY", "A"]``);
-    `max_tests` caps tests per problem (public first); `split` is stamped on every problem;
+    `max_tests` caps tests per problem (public first); `split` selects by file name or stamps (module docstring);
     `limit` stops after that many problems; `skip_bad` leaves bad rows out with a warning.
     """
     unknown = [d for d in difficulties or () if isinstance(d, str) and d not in CC_DIFFICULTIES]

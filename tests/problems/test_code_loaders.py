@@ -39,6 +39,27 @@ def test_code_contests_jsonl_and_filters(tmp_path):
     check_tests(p.tests)
 
 
+def test_a_directory_of_every_shard_loads_one_split_at_a_time(tmp_path):
+    """As deepmind/code_contests ships: train-*, valid-* and test-* shards in one directory.
+    Stamping the asked split on every row put test problems into training."""
+    from problems import load
+
+    for name in ("train-00000-of-00002.jsonl", "train-00001-of-00002.jsonl", "valid-00000-of-00001.jsonl",
+                 "test-00000-of-00001.jsonl", "extra.jsonl"):
+        write_jsonl(tmp_path / name, [{**CC_ROW, "name": name}])
+    split_of = lambda ps: {p.id.split("/")[1]: p.split for p in ps}  # noqa: E731
+    assert split_of(load_code_contests(tmp_path, split="train")) == {
+        "train-00000-of-00002.jsonl": "train", "train-00001-of-00002.jsonl": "train", "extra.jsonl": "train"}
+    assert split_of(load_code_contests(tmp_path, split="test")) == {
+        "test-00000-of-00001.jsonl": "test", "extra.jsonl": "test"}
+    assert split_of(load_code_contests(tmp_path))["valid-00000-of-00001.jsonl"] == "validation"
+    assert split_of(load_code_contests(tmp_path))["extra.jsonl"] is None
+    assert [p.id for p in load("code_contests", path=tmp_path, split="validation")] == [
+        "code_contests/valid-00000-of-00001.jsonl"]
+    with pytest.raises(ValueError, match=r"no file of split 'test'.*\['train'\]"):
+        load_code_contests(tmp_path / "train-00000-of-00002.jsonl", split="test")
+
+
 def test_code_contests_parquet(tmp_path):
     pa = pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
