@@ -65,7 +65,9 @@ the thinking, whatever `answer_format` is: a boxed-only answer can be right, but
 - challenger, `"agon"`: 2c(b) + c(b)(1 − c(a)) + λφ(b)   (the conversion bonus)
 - `"cooperative"`: 2c(b) + λφ(b);  `"margin"`: c(b) − c(a) + λφ(b);
   `"zero_sum"`: +1 / −1 / 0 by who out-solved whom.
-- optional: R(b) += λ′·c(b)·c(a)·1[|b| < |a|] (lengths in characters; not under `zero_sum`, which stays zero-sum).
+- optional: R(b) += λ′·c(b)·c(a)·1[|b| < |a|] (not under `zero_sum`, which stays zero-sum). The env
+  has no tokenizer, so it counts characters; `AgonGame.score_round(..., lengths=)` takes token
+  counts, which `baselines.agon_grpo` passes (the paper's lengths are tokens).
 
 `infos[agent]` after the episode holds `role`, `problem_id`, `correct`, `formatted`,
 `answer`, `length`, `verdict`, `pass_fraction`, `reward`, `converted`, `winner` and

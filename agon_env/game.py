@@ -115,24 +115,34 @@ class AgonGame:
         return [drafter_reward(v.correct, v.formatted, self.format_weight) for v in verdicts], verdicts
 
     def score_round(self, problems: Sequence["Problem"], drafts: Sequence[str], responses: Sequence[str],
-                    read: Sequence[int] | None = None) -> Round:
+                    read: Sequence[int] | None = None,
+                    lengths: tuple[Sequence[int], Sequence[int]] | None = None) -> Round:
         """Grade a round and pay everyone, including drafts no response read.
 
         `problems[j]` is draft j's problem; response i read draft `read[i]` (default i) and
         answers its problem. Each response plays a game against the draft it read. A draft
         that was read is paid by the scheme through the game of the first response that read
         it; an unread draft (the shared-opponent ablation) is paid GRPO's 2c + λφ. Every
-        text is graded once, in one batch.
+        text is graded once, in one batch. `lengths` (each draft's, each response's) is what
+        the length tiebreak compares, e.g. sampled tokens as the paper counts them; without
+        it, the texts' characters (the grader's `length`).
         """
         _check_lengths(problems=problems, drafts=drafts)
         read = list(range(len(responses))) if read is None else list(read)
         _check_lengths(responses=responses, read=read)
+        if lengths is not None:
+            _check_lengths(drafts=drafts, draft_lengths=lengths[0])
+            _check_lengths(responses=responses, response_lengths=lengths[1])
         bad = [j for j in read if not isinstance(j, Integral) or not 0 <= j < len(drafts)]
         if bad:
             raise ValueError(f"read must hold draft indices in 0..{len(drafts) - 1}, got {bad[0]!r}")
         verdicts = self.grader.grade_batch(list(problems) + [problems[j] for j in read], list(drafts) + list(responses))
         own, answers = verdicts[:len(drafts)], verdicts[len(drafts):]
-        games = [pay(self.rewards, own[j].as_info(), v.as_info()) for j, v in zip(read, answers)]
+        own_info, answer_info = [v.as_info() for v in own], [v.as_info() for v in answers]
+        if lengths is not None:
+            for info, n in zip(own_info + answer_info, [*lengths[0], *lengths[1]]):
+                info["length"] = int(n)
+        games = [pay(self.rewards, own_info[j], a) for j, a in zip(read, answer_info)]
         first_reader: dict[int, int] = {}
         for i, j in enumerate(read):
             first_reader.setdefault(j, i)

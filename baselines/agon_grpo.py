@@ -56,7 +56,7 @@ class Args(LearnerArgs):
     shared_opponent: bool = False
     """ablation: the whole group's challengers read one draft, not one draft each"""
     length_tiebreak: float = 0.0
-    """λ′: bonus for a right challenger shorter than a right drafter"""
+    """λ′: bonus for a right challenger shorter (in sampled tokens) than a right drafter"""
     summary: SummaryMode = "paper"
     """what the challenger reads: 'paper' (thinking dropped, answer withheld), 'with_answer' or 'full'; its prompt says which"""
     challenger_baseline: Literal["group", "draft"] = "group"
@@ -79,7 +79,8 @@ def agon_step(step: int, args: Args, game, train_set, policies, opts, scheds) ->
     prompts = game.challenger_prompts(reps, [drafts.texts[j] for j in read])
     answers = Rollouts.sample(policies[c_name], reps, prompts, 1, args.sampling, seed + 1, drafts.each_index)
     # 3. grade both and pay both (unread drafts under --shared-opponent get GRPO's reward)
-    played = game.score_round(reps, drafts.texts, answers.texts, read)
+    played = game.score_round(reps, drafts.texts, answers.texts, read,  # the tiebreak compares sampled tokens
+                              ([len(g.completion_ids) for g in drafts.gens], [len(g.completion_ids) for g in answers.gens]))
     r_d = drafts.grid(played.drafter_rewards)
     r_c = drafts.grid([g.challenger_reward for g in played.games])
     # 4-5. own-group advantages, and both policies update

@@ -65,6 +65,19 @@ def test_score_round_pays_a_read_draft_through_its_first_game():
     assert unread.drafter_rewards == [-1.0, 2.5] and unread.drafter_correct == [False, True]
 
 
+def test_the_length_tiebreak_compares_the_lengths_given_else_characters():
+    """A learner passes sampled tokens: an answer longer in characters but shorter in tokens
+    than the right draft it read earns λ′, and one longer in tokens does not."""
+    game = AgonGame(length_tiebreak=0.25, grader=ExactMatchGrader())
+    long_draft, longer_answer = "<think>x</think>" + RIGHT, "<think>xxxxxxxx</think>" + RIGHT
+    by_chars = game.score_round([P, P], [long_draft, long_draft], [longer_answer, RIGHT])
+    assert [g.challenger_reward for g in by_chars.games] == [2.5, 2.75]
+    by_tokens = game.score_round([P, P], [long_draft, long_draft], [longer_answer, RIGHT], lengths=([9, 9], [4, 12]))
+    assert [g.challenger_reward for g in by_tokens.games] == [2.75, 2.5]
+    with pytest.raises(ValueError, match="equal lengths, got 2 responses, 1 response_lengths"):
+        game.score_round([P, P], [RIGHT, RIGHT], [RIGHT, RIGHT], lengths=([1, 1], [1]))
+
+
 @pytest.mark.parametrize("kw, msg", [
     ({"read": [0, 2]}, r"read must hold draft indices in 0\.\.1, got 2"),
     ({"read": [0]}, "equal lengths, got 2 responses, 1 read"),

@@ -105,6 +105,28 @@ def test_roles_swap_and_both_policies_update_every_step(pair_setup):
     assert [agon_grpo.agon_step(s, fixed, game, train, pols, opts, scheds)["drafter"] for s in range(2)] == ["A", "A"]
 
 
+def test_the_length_tiebreak_compares_sampled_tokens(pair_setup, monkeypatch):
+    """The learner hands the game each rollout's sampled token count (the paper's length), not
+    its characters, for λ′; a right answer shorter in tokens than the right draft it read earns it."""
+    args, game, train, pols = pair_setup
+    args = replace(args, length_tiebreak=0.25, problems_per_step=2, group_size=2)
+    game = replace(game, length_tiebreak=0.25)
+    opts, scheds = {}, {}
+    for k, p in pols.items():
+        opts[k], scheds[k] = make_optimizer(p, replace(args, steps=1))
+    seen, sample = [], Rollouts.sample
+    monkeypatch.setattr(Rollouts, "sample", lambda *a, **kw: seen.append(sample(*a, **kw)) or seen[-1])
+    score = game.score_round
+    monkeypatch.setattr(game, "score_round", lambda *a: seen.append((a, score(*a))) or seen[-1][1])
+    agon_grpo.agon_step(0, args, game, train, pols, opts, scheds)
+    drafts, answers, (call, played) = seen
+    assert call[4] == ([len(g.completion_ids) for g in drafts.gens], [len(g.completion_ids) for g in answers.gens])
+    for g, nd, na in zip(played.games, *call[4]):
+        ca, cb, fb = g.drafter_info["correct"], g.challenger_info["correct"], g.challenger_info["formatted"]
+        assert (g.drafter_info["length"], g.challenger_info["length"]) == (nd, na)
+        assert g.challenger_reward == pytest.approx(2 * cb + cb * (1 - ca) + 0.5 * fb + 0.25 * (ca and cb and na < nd))
+
+
 @pytest.mark.parametrize("baseline", ["group", "draft"])
 def test_challenger_baseline_decides_whether_a_right_drafts_credit_reaches_its_reader(pair_setup, monkeypatch, baseline):
     args, game, train, pols = pair_setup
