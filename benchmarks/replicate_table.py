@@ -219,7 +219,8 @@ def report(cfg, results: list[dict], estimate: float, wall: float, command: str,
         "split plays no part in that choice.",
         *(["Self-refinement and the self-cascade run on the trained GRPO model (its training compute is listed); "
            "zero-shot is GRPO's model before training."] if present & {*SELF_ROWS, "zero-shot"} else []),
-        "Total wall includes each learner's own evaluations.",
+        "Train rollouts and the wall columns are summed over the seeds; total wall includes each learner's own "
+        "evaluations.",
         *([f"{PAIR_CONTROL}: models A and B each trained by plain GRPO at the same budget, then run as a cascade in "
            "the direction chosen on validation; its training compute is both runs' (twice GRPO's), its rollouts per "
            "problem per step are each model's."] if PAIR_CONTROL in present else []),

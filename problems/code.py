@@ -29,7 +29,8 @@ filters by it.
   "fn_name"?}``), ``difficulty`` (a word), ``starter_code``; TACO adds ``time_limit`` such
   as ``"2 seconds"``. With ``fn_name`` the tests are call-based: ``inputs[i]`` is the
   argument list and ``outputs[i]`` the expected value (often wrapped in a one-element
-  list, which the sandbox accepts). Rows without tests are skipped.
+  list, which the sandbox accepts). Rows without tests are skipped. Ids are ``apps/<problem_id>``;
+  a row with no id column (TACO) is named by its file and row, ``taco/train:12``.
 - **LiveCodeBench** (code_generation_lite): ``question_content``, ``public_test_cases``
   and ``private_test_cases`` (JSON, the latter possibly base64 + zlib + pickle of a JSON
   string; unpickled with no globals allowed), ``metadata`` (JSON with ``func_name``),
@@ -41,7 +42,6 @@ from __future__ import annotations
 
 import base64
 import io
-import itertools
 import json
 import pickle
 import re
@@ -86,9 +86,8 @@ def file_split(f: Path) -> str | None:
     return None if m is None else {"valid": "validation"}.get(m.group(1), m.group(1))
 
 
-def _collect(path, make: Callable[[str, dict, int], Problem | None], keep: Callable[[str, dict], bool],
+def _collect(path, make: Callable[[str, dict], Problem | None], keep: Callable[[str, dict], bool],
              split: str | None, limit: int | None, skip_bad: bool) -> list[Problem]:
-    index = itertools.count()
     files = [(f, file_split(f) or split) for f in find_files(path, SUFFIXES)]
     if split is not None and not any(s == split for _, s in files):
         raise ValueError(f"{path}: no file of split {split!r}: its files are named for "
@@ -102,8 +101,7 @@ def _collect(path, make: Callable[[str, dict, int], Problem | None], keep: Calla
             yield from read_rows(f, SUFFIXES)
 
     def parse(where: str, row: dict) -> Problem | None:
-        i = next(index)
-        p = make(where, row, i) if keep(where, row) else None
+        p = make(where, row) if keep(where, row) else None
         return replace(p, split=current["split"]) if p is not None and current["split"] else p
 
     return parse_rows(rows(), parse, str(path), skip_bad, limit)
@@ -160,7 +158,7 @@ def load_code_contests(path: str | Path, difficulties: Iterable[int | str] | Non
                          f"{CC_DIFFICULTIES}")
     keep = None if difficulties is None else {
         CC_DIFFICULTIES.index(d) if isinstance(d, str) else int(d) for d in difficulties}
-    return _collect(path, lambda where, row, i: code_contests_problem(row, where, max_tests),
+    return _collect(path, lambda where, row: code_contests_problem(row, where, max_tests),
                     lambda where, row: keep is None or _cc_difficulty(row, where) in keep, split, limit, skip_bad)
 
 
@@ -170,7 +168,7 @@ def _seconds(v: Any) -> float | None:
     return float(m.group(1)) if m else None
 
 
-def apps_problem(row: dict, where: str, source: str = "apps", index: int = 0) -> Problem | None:
+def apps_problem(row: dict, where: str, source: str = "apps") -> Problem | None:
     """One APPS/TACO row, or None if it has no tests."""
     raw = row.get("input_output")
     if not raw:
@@ -199,7 +197,10 @@ def apps_problem(row: dict, where: str, source: str = "apps", index: int = 0) ->
     if starter.strip():
         question += "\n\nStarter code:\n" + starter
     meta = {"difficulty_name": str(row.get("difficulty") or ""), "time_limit": _seconds(row.get("time_limit"))}
-    pid = row.get("problem_id", row.get("id", index))
+    pid = row.get("problem_id", row.get("id"))
+    if pid is None:  # TACO has no id column: its file and row, the same whichever files were read with it
+        name, _, n = where.rsplit(" ", 2)
+        pid = f"{Path(name).stem}:{n}"
     return Problem(id=f"{source}/{pid}", question=question, tests=tests, domain="code", source=source,
                    metadata={k: v for k, v in meta.items() if v})
 
@@ -211,7 +212,7 @@ def load_apps(path: str | Path, difficulties: Iterable[str] | None = None, sourc
     `difficulties` keeps those words, case-insensitive (APPS: introductory, interview,
     competition; TACO: EASY, MEDIUM, MEDIUM_HARD, HARD, VERY_HARD).
     """
-    return _collect(path, lambda where, row, i: apps_problem(row, where, source, i),
+    return _collect(path, lambda where, row: apps_problem(row, where, source),
                     _word_filter(difficulties), split, limit, skip_bad)
 
 
@@ -281,5 +282,5 @@ def load_livecodebench(path: str | Path, difficulties: Iterable[str] | None = No
                        include_private: bool = True, split: str | None = None,
                        limit: int | None = None, skip_bad: bool = False) -> list[Problem]:
     """LiveCodeBench code-generation rows; `difficulties` e.g. ``["easy"]``."""
-    return _collect(path, lambda where, row, i: livecodebench_problem(row, where, include_private),
+    return _collect(path, lambda where, row: livecodebench_problem(row, where, include_private),
                     _word_filter(difficulties), split, limit, skip_bad)

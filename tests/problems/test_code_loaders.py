@@ -147,7 +147,14 @@ def test_apps_and_taco(tmp_path):
     taco = [{"question": "Echo.", "difficulty": "EASY", "time_limit": "2 seconds",
              "input_output": {"inputs": ["x\n"], "outputs": ["x\n"]}}]
     (t,) = load_apps(write_jsonl(tmp_path / "taco.jsonl", taco), source="taco")
-    assert t.id == "taco/0" and t.metadata["time_limit"] == 2.0
+    assert t.id == "taco/taco:1" and t.metadata["time_limit"] == 2.0  # no id column: its file and line
+    shards = tmp_path / "taco"
+    shards.mkdir()
+    write_jsonl(shards / "train.jsonl", taco * 2)
+    write_jsonl(shards / "test.jsonl", taco)
+    every = [p.id for p in load_apps(shards, source="taco")]
+    assert every == ["taco/test:1", "taco/train:1", "taco/train:2"]  # one id per row, the same alone or with others
+    assert [p.id for p in load_apps(shards, source="taco", split="train")] == every[1:]
     bad = [{"problem_id": 1, "question": "q", "input_output": "{not json"}]
     with pytest.raises(ValueError, match=r"bad.jsonl line 1: 'input_output' is not JSON"):
         load_apps(write_jsonl(tmp_path / "bad.jsonl", bad))
