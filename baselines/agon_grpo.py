@@ -79,8 +79,8 @@ def agon_step(step: int, args: Args, game, train_set, policies, opts, scheds) ->
     prompts = game.challenger_prompts(reps, [drafts.texts[j] for j in read])
     answers = Rollouts.sample(policies[c_name], reps, prompts, 1, args.sampling, seed + 1, drafts.each_index)
     # 3. grade both and pay both (unread drafts under --shared-opponent get GRPO's reward)
-    played = game.score_round(reps, drafts.texts, answers.texts, read,  # the tiebreak compares sampled tokens
-                              ([len(g.completion_ids) for g in drafts.gens], [len(g.completion_ids) for g in answers.gens]))
+    len_d, len_c = [len(g.completion_ids) for g in drafts.gens], [len(g.completion_ids) for g in answers.gens]
+    played = game.score_round(reps, drafts.texts, answers.texts, read, (len_d, len_c))  # tiebreak: sampled tokens
     r_d = drafts.grid(played.drafter_rewards)
     r_c = drafts.grid([g.challenger_reward for g in played.games])
     # 4-5. own-group advantages, and both policies update
@@ -92,8 +92,7 @@ def agon_step(step: int, args: Args, game, train_set, policies, opts, scheds) ->
     stats_c = grpo_update(policies[c_name], opts[c_name], scheds[c_name], answers.gens, adv_c.flatten(), args)
     # the step's metrics are over every rank's games, in problem order
     batch = dist.all_cat(played.games, played.drafter_correct, r_d, r_c, [p.metadata.get("family", "") for p in problems],
-                         [len(g.completion_ids) for g in drafts.gens], [len(g.completion_ids) for g in answers.gens],
-                         adv_c, read_right)
+                         len_d, len_c, adv_c, read_right)
     return step_metrics(d_name, c_name, *batch, stats_d, stats_c, lr, time.perf_counter() - t0)
 
 
@@ -153,7 +152,8 @@ def main(args: Args) -> dict:
     t_start = time.perf_counter()
     args = resumed(args)
     args.validate("group-size", args.group_size)
-    if args.lora_rank < 1 and args.model_spec().one_base:
+    spec = args.model_spec(pair=True)
+    if args.lora_rank < 1 and spec.one_base:
         raise SystemExit(f"error: --lora-rank {args.lora_rank}: on one base --model, agon_grpo trains two LoRA adapters "
                          "(rank >= 1); to train two full models, give both: --model A_DIR,B_DIR")
     if args.shared_opponent and args.reward == "zero_sum":
@@ -163,7 +163,7 @@ def main(args: Args) -> dict:
     train_set = args.load("train", args.train_tiers)
     val = args.load("validation", args.eval.tier, args.eval.problems)
     test = args.load(args.eval.split, args.eval.tier, args.eval.problems)
-    a, b = load_pair(args.model_spec(), lora_rank=args.lora_rank, device=args.device, seed=args.seed,
+    a, b = load_pair(spec, lora_rank=args.lora_rank, device=args.device, seed=args.seed,
                      backend=dist.sampling_backend(args.backend), reference=args.beta > 0,
                      servers=args.server_urls(), adapter_dir=args.adapter_dir or None, dtype=args.dtype)
     game = args.game(train_set[0].domain, policy_template([a, b]), args.reward, args.format_weight,

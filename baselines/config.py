@@ -99,9 +99,11 @@ class BaseArgs:
     out_dir: str = "runs"
     """parent directory of this run's outputs"""
 
-    def model_spec(self) -> ModelSpec:
+    def model_spec(self, pair: bool = False) -> ModelSpec:
+        """`--model` parsed; `pair`: for a method of two policies (`ModelSpec.as_pair`)."""
         try:
-            return ModelSpec.parse(self.model)
+            spec = ModelSpec.parse(self.model)
+            return spec.as_pair() if pair else spec
         except ValueError as e:
             raise SystemExit(f"error: --model: {e}") from None
 

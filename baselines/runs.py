@@ -105,9 +105,7 @@ def load_models(args: InferenceArgs) -> tuple[dict[str, Policy], Callable[[str],
         return policies, lambda domain: run.game(domain, policy_template(policies), reward=cfg.get("reward", "agon"),
                                                  format_weight=run.format_weight, summary=cfg.get("summary", "paper"),
                                                  length_tiebreak=cfg.get("length_tiebreak", 0.0)), run
-    if args.model in ("tiny:a", "tiny:b"):  # else load_pair would look for a base of that name on the hub
-        raise SystemExit(f"error: --model {args.model!r} is one of the tiny pair; a pair is 'tiny' (both) or 'A,B'")
     run = LearnerArgs(model=args.model, problems=args.problems, template=args.template, eval=args.eval, seed=args.seed)
-    a, b = load_pair(args.model_spec(), lora_rank=run.lora_rank, device=args.device, backend=args.backend,
+    a, b = load_pair(args.model_spec(pair=True), lora_rank=run.lora_rank, device=args.device, backend=args.backend,
                      seed=args.seed, reference=False, dtype=args.dtype)
     return {"A": a, "B": b}, lambda domain: run.game(domain, policy_template([a, b])), run

@@ -13,7 +13,7 @@ then orders the problems by a seeded hash of their normalised question, so the s
 not depend on file order, and takes ``n_test`` held-out (default 300), ``n_validation``
 (default 0; carve some to choose the cascade direction without touching test) and
 ``n_train`` (default 3,000) problems. Repeated questions are kept once: of copies that
-differ, the one with the smallest (answer, difficulty, question), whatever the file order.
+differ, the one with the smallest (answer, difficulty, question, topic), whatever the file order.
 
 With the ``datasets`` package and a network, a hub name works in place of a path::
 

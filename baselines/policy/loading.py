@@ -46,7 +46,7 @@ def load_pair(model: str | ModelSpec = "tiny", lora_rank: int = 16, b_init_std: 
     """
     from .lora import load_adapter_pair, lora_pair
 
-    spec = model if isinstance(model, ModelSpec) else ModelSpec.parse(model)
+    spec = (model if isinstance(model, ModelSpec) else ModelSpec.parse(model)).as_pair()
     device = resolve_device(device)
     torch.manual_seed(seed)
     if spec.parts == ("tiny",):

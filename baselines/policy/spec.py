@@ -49,6 +49,13 @@ class ModelSpec:
         """One HF base that LoRA adapters go on (what the vLLM backend can serve)."""
         return len(self.parts) == 1 and not self.tiny
 
+    def as_pair(self) -> "ModelSpec":
+        """This spec, for a method that needs two policies; one tiny model alone is refused (it is
+        no base for two adapters, and would be looked up on the hub under that name)."""
+        if self.parts in (("tiny:a",), ("tiny:b",)):
+            raise ValueError(f"model {str(self)!r} is one of the tiny pair; a pair is 'tiny' (both) or 'A,B'")
+        return self
+
     def member(self, which: str) -> str:
         """The single model a one-policy method trains: `tiny` → `tiny:<which>`, anything else as is."""
         return f"tiny:{which}" if self.parts == ("tiny",) else str(self)

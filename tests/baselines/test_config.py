@@ -13,7 +13,7 @@ import pytest
 
 from baselines import agon_grpo, cascade, grpo, moa, sb3_ppo, single_model
 from baselines.config import EvalConfig, InferenceArgs, LearnerArgs, from_dict
-from baselines.policy import ModelSpec
+from baselines.policy import ModelSpec, load_pair
 from baselines.policy.tiny_build import BuildConfig, PairEvalArgs
 from benchmarks import replicate
 
@@ -226,7 +226,9 @@ def test_an_eval_flag_a_method_does_not_read_is_refused(cli, argv, msg):
     cli.cli(["--eval.samples", "2"]).check()  # the flags it reads pass
 
 
-@pytest.mark.parametrize("tool", [cascade, moa])
+@pytest.mark.parametrize("tool", [cascade, moa, agon_grpo])
 def test_a_pair_tool_given_one_tiny_model_says_so(tool, tmp_path):
     with pytest.raises(SystemExit, match="'tiny:a' is one of the tiny pair"):
         tool.main(tool.Args(model="tiny:a", out_dir=str(tmp_path)))
+    with pytest.raises(ValueError, match="'tiny:b' is one of the tiny pair"):  # the loader itself, for the API
+        load_pair("tiny:b")
